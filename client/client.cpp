@@ -1,0 +1,106 @@
+#include "client/client.h"
+
+#include <zmq.hpp>
+
+#include "common/protocol.h"
+
+namespace ember {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using protocol::Command;
+
+// Past the request's own deadline the router answers TIMEOUT itself; we wait
+// a little longer than that before concluding the router is unreachable.
+constexpr std::chrono::milliseconds kGrace{1000};
+
+}  // namespace
+
+struct Client::Socket {
+  zmq::context_t context{1};
+  zmq::socket_t socket{context, zmq::socket_type::dealer};
+};
+
+Client::Client(const std::string& endpoint) : socket_(std::make_unique<Socket>()) {
+  socket_->socket.set(zmq::sockopt::linger, 0);
+  socket_->socket.set(zmq::sockopt::reconnect_ivl, 100);
+  socket_->socket.set(zmq::sockopt::reconnect_ivl_max, 2000);
+  socket_->socket.connect(endpoint);
+}
+
+Client::~Client() = default;
+
+std::string Client::Call(std::uint8_t command, const std::string& body,
+                         std::chrono::milliseconds timeout) {
+  const std::uint64_t id = next_request_id_++;
+  protocol::SendDealt(socket_->socket, static_cast<Command>(command), id, body);
+  const auto deadline = Clock::now() + timeout + kGrace;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      throw Error(ErrorCode::kTimeout,
+                  "no reply from the router within " + std::to_string(timeout.count()) + " ms");
+    }
+    zmq::pollitem_t item{socket_->socket.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, left);
+    if (!(item.revents & ZMQ_POLLIN)) continue;
+    std::string error;
+    auto received = protocol::ReceiveDealt(socket_->socket, &error);
+    if (!received) continue;
+    if (!*received) throw Error(ErrorCode::kInternal, "malformed reply: " + error);
+    protocol::Message& message = **received;
+    // An error about a message the router could not even parse carries id 0.
+    if (message.request_id != id &&
+        !(message.request_id == 0 && message.command == Command::kError)) {
+      continue;  // a late reply to an earlier call that timed out
+    }
+    if (message.command == Command::kError) {
+      protocol::ErrorBody e;
+      if (!protocol::Decode(message.body, &e, &error)) {
+        throw Error(ErrorCode::kInternal, "malformed error reply: " + error);
+      }
+      throw Error(e.code, e.message);
+    }
+    if (message.command != Command::kReply) {
+      throw Error(ErrorCode::kInternal,
+                  "unexpected " + std::string(protocol::CommandName(message.command)));
+    }
+    return std::move(message.body);
+  }
+}
+
+Embeddings Client::Embed(std::string_view model, const std::vector<std::string>& texts,
+                         const EmbedOptions& options) {
+  protocol::EmbedRequest request;
+  request.model = std::string(model);
+  request.version = options.version;
+  request.inputs = texts;
+  request.timeout_ms = static_cast<std::uint32_t>(options.timeout.count());
+  request.truncate = options.truncate;
+  const std::string body = Call(static_cast<std::uint8_t>(Command::kRequest),
+                                protocol::Encode(request), options.timeout);
+  protocol::EmbedReply reply;
+  std::string error;
+  if (!protocol::Decode(body, &reply, &error)) {
+    throw Error(ErrorCode::kInternal, "malformed embedding reply: " + error);
+  }
+  if (reply.count != texts.size()) {
+    throw Error(ErrorCode::kInternal, "reply has " + std::to_string(reply.count) + " vectors for " +
+                                          std::to_string(texts.size()) + " texts");
+  }
+  return Embeddings(std::move(reply));
+}
+
+protocol::StatusReply Client::Status(std::chrono::milliseconds timeout) {
+  const std::string body = Call(static_cast<std::uint8_t>(Command::kControl),
+                                protocol::Encode(protocol::ControlRequest{"status"}), timeout);
+  protocol::StatusReply status;
+  std::string error;
+  if (!protocol::Decode(body, &status, &error)) {
+    throw Error(ErrorCode::kInternal, "malformed status reply: " + error);
+  }
+  return status;
+}
+
+}  // namespace ember

@@ -1,0 +1,80 @@
+// ember's C++ client SDK.
+//
+//   ember::Client client("tcp://127.0.0.1:5555");
+//   ember::Embeddings e = client.Embed("minilm", {"hello", "world"});
+//   std::span<const float> v = e[0];   // e.dim() floats
+//
+// Errors arrive as ember::Error with a typed code (UNKNOWN_MODEL, OVERLOADED,
+// TIMEOUT, ...). A Client owns one ZeroMQ socket and, like it, must be used
+// by one thread at a time; give each thread its own Client.
+#ifndef EMBER_CLIENT_CLIENT_H_
+#define EMBER_CLIENT_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error_code.h"
+#include "common/messages.h"
+
+namespace ember {
+
+struct EmbedOptions {
+  std::uint32_t version = 0;  // 0: the latest version the cluster serves
+  bool truncate = true;       // false: over-long inputs fail with TOO_LONG
+  std::chrono::milliseconds timeout{30'000};
+};
+
+// Vectors for one request, row-major, in the order of the texts sent.
+class Embeddings {
+ public:
+  explicit Embeddings(protocol::EmbedReply reply) : reply_(std::move(reply)) {}
+
+  std::size_t size() const { return reply_.count; }
+  std::size_t dim() const { return reply_.dim; }
+  std::span<const float> operator[](std::size_t i) const {
+    return std::span(reply_.data).subspan(i * dim(), dim());
+  }
+  const std::vector<float>& data() const { return reply_.data; }
+  const std::string& model() const { return reply_.model; }
+  std::uint32_t version() const { return reply_.version; }
+  const std::string& worker() const { return reply_.worker; }
+
+ private:
+  protocol::EmbedReply reply_;
+};
+
+class Client {
+ public:
+  // Connects (lazily, as ZeroMQ does) to a router's frontend endpoint.
+  explicit Client(const std::string& endpoint);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Embeds `texts` with `model`. Throws ember::Error on any failure,
+  // including kTimeout when no reply came within options.timeout.
+  Embeddings Embed(std::string_view model, const std::vector<std::string>& texts,
+                   const EmbedOptions& options = {});
+
+  // The router's view of the cluster (CONTROL "status").
+  protocol::StatusReply Status(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+ private:
+  struct Socket;
+  // Sends one message and waits for the reply with the same request id.
+  // Returns the reply body; throws ember::Error for ERROR replies.
+  std::string Call(std::uint8_t command, const std::string& body,
+                   std::chrono::milliseconds timeout);
+
+  std::unique_ptr<Socket> socket_;
+  std::uint64_t next_request_id_ = 1;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_CLIENT_CLIENT_H_

@@ -1,0 +1,133 @@
+// emberctl: the ember command line (embed, status).
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "client/client.h"
+
+namespace {
+
+struct GlobalFlags {
+  std::string router = "tcp://127.0.0.1:5555";
+  int timeout_ms = 30'000;
+};
+
+int Embed(const GlobalFlags& flags, const std::string& model, const std::vector<std::string>& texts,
+          bool json, bool full, int version, bool no_truncate) {
+  ember::Client client(flags.router);
+  ember::EmbedOptions options;
+  options.timeout = std::chrono::milliseconds(flags.timeout_ms);
+  options.version = static_cast<std::uint32_t>(version);
+  options.truncate = !no_truncate;
+  const ember::Embeddings e = client.Embed(model, texts, options);
+  if (json) {
+    nlohmann::json out = {{"model", e.model()},
+                          {"version", e.version()},
+                          {"worker", e.worker()},
+                          {"dim", e.dim()},
+                          {"data", nlohmann::json::array()}};
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      out["data"].push_back({{"index", i}, {"text", texts[i]}, {"embedding", e[i]}});
+    }
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  std::printf("model %s version %u (worker %s): %zu vectors of dim %zu\n", e.model().c_str(),
+              e.version(), e.worker().c_str(), e.size(), e.dim());
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    const auto v = e[i];
+    double norm = 0;
+    for (float x : v) norm += double{x} * x;
+    std::printf("[%zu] dim=%zu norm=%.6f  [", i, v.size(), std::sqrt(norm));
+    const std::size_t shown = full ? v.size() : std::min<std::size_t>(v.size(), 4);
+    for (std::size_t j = 0; j < shown; ++j) std::printf("%s%.5f", j ? ", " : "", v[j]);
+    std::printf("%s]  %s\n", shown < v.size() ? ", ..." : "", texts[i].c_str());
+  }
+  return 0;
+}
+
+int Status(const GlobalFlags& flags, bool json) {
+  ember::Client client(flags.router);
+  const auto status = client.Status(std::chrono::milliseconds(flags.timeout_ms));
+  if (json) {
+    nlohmann::json out = {{"router", status.router_version},
+                          {"requests", status.requests},
+                          {"workers", nlohmann::json::array()}};
+    for (const auto& w : status.workers) {
+      nlohmann::json models = nlohmann::json::array();
+      for (const auto& m : w.models) {
+        models.push_back({{"name", m.name}, {"version", m.version}, {"dim", m.dim}});
+      }
+      out["workers"].push_back({{"id", w.id},
+                                {"device", w.device},
+                                {"models", models},
+                                {"capacity", w.capacity},
+                                {"in_flight", w.in_flight},
+                                {"completed", w.completed},
+                                {"failed", w.failed},
+                                {"last_seen_ms", w.last_seen_ms}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s, %llu requests, %zu workers\n", status.router_version.c_str(),
+              static_cast<unsigned long long>(status.requests), status.workers.size());
+  std::printf("%-32s %-8s %-24s %9s %9s %10s %8s %9s\n", "WORKER", "DEVICE", "MODELS", "CAPACITY",
+              "INFLIGHT", "COMPLETED", "FAILED", "SEEN(ms)");
+  for (const auto& w : status.workers) {
+    std::string models;
+    for (const auto& m : w.models) {
+      models += (models.empty() ? "" : ",") + m.name + ":" + std::to_string(m.version);
+    }
+    std::printf("%-32s %-8s %-24s %9u %9u %10llu %8llu %9u\n", w.id.c_str(), w.device.c_str(),
+                models.c_str(), w.capacity, w.in_flight,
+                static_cast<unsigned long long>(w.completed),
+                static_cast<unsigned long long>(w.failed), w.last_seen_ms);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  GlobalFlags flags;
+  CLI::App app{"emberctl: talk to an ember cluster"};
+  app.require_subcommand(1);
+  app.add_option("--router", flags.router, "router frontend endpoint")->capture_default_str();
+  app.add_option("--timeout-ms", flags.timeout_ms, "request timeout")
+      ->check(CLI::Range(1, 3'600'000))
+      ->capture_default_str();
+
+  auto* embed = app.add_subcommand("embed", "embed texts and print the vectors");
+  std::string model;
+  std::vector<std::string> texts;
+  bool json = false, full = false, no_truncate = false;
+  int version = 0;
+  embed->add_option("model", model, "model name")->required();
+  embed->add_option("texts", texts, "texts to embed")->required();
+  embed->add_flag("--json", json, "print JSON (OpenAI-like layout)");
+  embed->add_flag("--full", full, "print every component, not the first four");
+  embed->add_option("--model-version", version, "model version (0: latest)")
+      ->check(CLI::Range(0, 1 << 30));
+  embed->add_flag("--no-truncate", no_truncate, "fail with TOO_LONG instead of truncating");
+
+  auto* status = app.add_subcommand("status", "show the router's workers and models");
+  bool status_json = false;
+  status->add_flag("--json", status_json, "print JSON");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (embed->parsed()) return Embed(flags, model, texts, json, full, version, no_truncate);
+    if (status->parsed()) return Status(flags, status_json);
+  } catch (const ember::Error& e) {
+    std::fprintf(stderr, "emberctl: %s: %s\n", std::string(ember::ErrorCodeName(e.code())).c_str(),
+                 e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "emberctl: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,301 @@
+#include "common/messages.h"
+
+#include <cstring>
+#include <msgpack.hpp>
+
+namespace ember::protocol {
+namespace {
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+// Bounds on what one body may unpack to, so a hostile or corrupt message
+// cannot make the decoder allocate without limit.
+msgpack::unpack_limit Limits() {
+  return msgpack::unpack_limit(/*array=*/1u << 20, /*map=*/64, /*str=*/64u << 20,
+                               /*bin=*/512u << 20, /*ext=*/0, /*depth=*/8);
+}
+
+std::string ToString(const msgpack::sbuffer& buffer) {
+  return std::string(buffer.data(), buffer.size());
+}
+
+void PackKey(Packer& pk, std::string_view key) {
+  pk.pack_str(static_cast<std::uint32_t>(key.size()));
+  pk.pack_str_body(key.data(), static_cast<std::uint32_t>(key.size()));
+}
+
+template <class T>
+void PackField(Packer& pk, std::string_view key, const T& value) {
+  PackKey(pk, key);
+  pk.pack(value);
+}
+
+void PackModels(Packer& pk, const std::vector<ModelInfo>& models) {
+  pk.pack_array(static_cast<std::uint32_t>(models.size()));
+  for (const auto& m : models) {
+    pk.pack_map(3);
+    PackField(pk, "name", m.name);
+    PackField(pk, "version", m.version);
+    PackField(pk, "dim", m.dim);
+  }
+}
+
+// Unpacks `bytes` as exactly one msgpack map.
+bool UnpackMap(std::string_view bytes, msgpack::object_handle* handle, std::string* error) {
+  try {
+    std::size_t offset = 0;
+    *handle = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, Limits());
+    if (offset != bytes.size()) {
+      *error = "body has trailing bytes after the msgpack map";
+      return false;
+    }
+  } catch (const std::exception& e) {
+    *error = std::string("body is not valid msgpack: ") + e.what();
+    return false;
+  }
+  if (handle->get().type != msgpack::type::MAP) {
+    *error = "body must be a msgpack map";
+    return false;
+  }
+  return true;
+}
+
+const msgpack::object* Find(const msgpack::object& map, std::string_view key) {
+  for (const auto& kv : std::span(map.via.map.ptr, map.via.map.size)) {
+    if (kv.key.type == msgpack::type::STR &&
+        std::string_view(kv.key.via.str.ptr, kv.key.via.str.size) == key) {
+      return &kv.val;
+    }
+  }
+  return nullptr;
+}
+
+enum class Need { kRequired, kOptional };
+
+// Reads field `key` of `map` into *out; a missing optional field leaves *out.
+template <class T>
+bool Read(const msgpack::object& map, std::string_view key, T* out, Need need, std::string* error) {
+  const msgpack::object* value = Find(map, key);
+  if (value == nullptr) {
+    if (need == Need::kOptional) return true;
+    *error = "missing field '" + std::string(key) + "'";
+    return false;
+  }
+  try {
+    value->convert(*out);
+  } catch (const std::exception&) {
+    *error = "field '" + std::string(key) + "' has the wrong type";
+    return false;
+  }
+  return true;
+}
+
+bool ReadModels(const msgpack::object& map, std::vector<ModelInfo>* out, std::string* error) {
+  const msgpack::object* value = Find(map, "models");
+  if (value == nullptr) return true;
+  if (value->type != msgpack::type::ARRAY) {
+    *error = "field 'models' must be an array";
+    return false;
+  }
+  for (const auto& item : std::span(value->via.array.ptr, value->via.array.size)) {
+    if (item.type != msgpack::type::MAP) {
+      *error = "each model must be a map";
+      return false;
+    }
+    ModelInfo info;
+    if (!Read(item, "name", &info.name, Need::kRequired, error) ||
+        !Read(item, "version", &info.version, Need::kOptional, error) ||
+        !Read(item, "dim", &info.dim, Need::kOptional, error)) {
+      return false;
+    }
+    out->push_back(std::move(info));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string Encode(const EmbedRequest& body) {
+  msgpack::sbuffer buffer;
+  Packer pk(buffer);
+  pk.pack_map(5);
+  PackField(pk, "model", body.model);
+  PackField(pk, "version", body.version);
+  PackField(pk, "inputs", body.inputs);
+  PackField(pk, "timeout_ms", body.timeout_ms);
+  PackField(pk, "truncate", body.truncate);
+  return ToString(buffer);
+}
+
+bool Decode(std::string_view bytes, EmbedRequest* out, std::string* error) {
+  msgpack::object_handle handle;
+  if (!UnpackMap(bytes, &handle, error)) return false;
+  const msgpack::object& map = handle.get();
+  return Read(map, "model", &out->model, Need::kRequired, error) &&
+         Read(map, "version", &out->version, Need::kOptional, error) &&
+         Read(map, "inputs", &out->inputs, Need::kRequired, error) &&
+         Read(map, "timeout_ms", &out->timeout_ms, Need::kOptional, error) &&
+         Read(map, "truncate", &out->truncate, Need::kOptional, error);
+}
+
+std::string Encode(const EmbedReply& body) {
+  msgpack::sbuffer buffer;
+  Packer pk(buffer);
+  pk.pack_map(6);
+  PackField(pk, "model", body.model);
+  PackField(pk, "version", body.version);
+  PackField(pk, "worker", body.worker);
+  PackField(pk, "dim", body.dim);
+  PackField(pk, "count", body.count);
+  // The vectors go as one bin of raw little-endian float32: packing them as a
+  // msgpack float array costs ~100x more CPU on both ends.
+  const auto bytes = static_cast<std::uint32_t>(body.data.size() * sizeof(float));
+  PackKey(pk, "data");
+  pk.pack_bin(bytes);
+  pk.pack_bin_body(reinterpret_cast<const char*>(body.data.data()), bytes);
+  return ToString(buffer);
+}
+
+bool Decode(std::string_view bytes, EmbedReply* out, std::string* error) {
+  msgpack::object_handle handle;
+  if (!UnpackMap(bytes, &handle, error)) return false;
+  const msgpack::object& map = handle.get();
+  if (!Read(map, "model", &out->model, Need::kRequired, error) ||
+      !Read(map, "version", &out->version, Need::kOptional, error) ||
+      !Read(map, "worker", &out->worker, Need::kOptional, error) ||
+      !Read(map, "dim", &out->dim, Need::kRequired, error) ||
+      !Read(map, "count", &out->count, Need::kRequired, error)) {
+    return false;
+  }
+  const msgpack::object* data = Find(map, "data");
+  if (data == nullptr || data->type != msgpack::type::BIN) {
+    *error = "field 'data' must be a bin of float32";
+    return false;
+  }
+  const std::uint64_t expected = std::uint64_t{out->dim} * out->count * sizeof(float);
+  if (data->via.bin.size != expected) {
+    *error = "field 'data' has " + std::to_string(data->via.bin.size) + " bytes, expected " +
+             std::to_string(expected) + " for count x dim float32";
+    return false;
+  }
+  out->data.resize(std::size_t{out->dim} * out->count);
+  std::memcpy(out->data.data(), data->via.bin.ptr, data->via.bin.size);
+  return true;
+}
+
+std::string Encode(const ErrorBody& body) {
+  msgpack::sbuffer buffer;
+  Packer pk(buffer);
+  pk.pack_map(2);
+  PackField(pk, "code", ErrorCodeName(body.code));
+  PackField(pk, "message", body.message);
+  return ToString(buffer);
+}
+
+bool Decode(std::string_view bytes, ErrorBody* out, std::string* error) {
+  msgpack::object_handle handle;
+  if (!UnpackMap(bytes, &handle, error)) return false;
+  std::string code;
+  if (!Read(handle.get(), "code", &code, Need::kRequired, error) ||
+      !Read(handle.get(), "message", &out->message, Need::kOptional, error)) {
+    return false;
+  }
+  // A code from a newer peer is still an error; keep its name in the message.
+  const auto parsed = ParseErrorCode(code);
+  out->code = parsed.value_or(ErrorCode::kInternal);
+  if (!parsed) out->message = code + ": " + out->message;
+  return true;
+}
+
+std::string Encode(const ReadyBody& body) {
+  msgpack::sbuffer buffer;
+  Packer pk(buffer);
+  pk.pack_map(3);
+  PackField(pk, "device", body.device);
+  PackField(pk, "capacity", body.capacity);
+  PackKey(pk, "models");
+  PackModels(pk, body.models);
+  return ToString(buffer);
+}
+
+bool Decode(std::string_view bytes, ReadyBody* out, std::string* error) {
+  msgpack::object_handle handle;
+  if (!UnpackMap(bytes, &handle, error)) return false;
+  const msgpack::object& map = handle.get();
+  return Read(map, "device", &out->device, Need::kOptional, error) &&
+         Read(map, "capacity", &out->capacity, Need::kOptional, error) &&
+         ReadModels(map, &out->models, error);
+}
+
+std::string Encode(const ControlRequest& body) {
+  msgpack::sbuffer buffer;
+  Packer pk(buffer);
+  pk.pack_map(1);
+  PackField(pk, "op", body.op);
+  return ToString(buffer);
+}
+
+bool Decode(std::string_view bytes, ControlRequest* out, std::string* error) {
+  msgpack::object_handle handle;
+  if (!UnpackMap(bytes, &handle, error)) return false;
+  return Read(handle.get(), "op", &out->op, Need::kRequired, error);
+}
+
+std::string Encode(const StatusReply& body) {
+  msgpack::sbuffer buffer;
+  Packer pk(buffer);
+  pk.pack_map(3);
+  PackField(pk, "router_version", body.router_version);
+  PackField(pk, "requests", body.requests);
+  PackKey(pk, "workers");
+  pk.pack_array(static_cast<std::uint32_t>(body.workers.size()));
+  for (const auto& w : body.workers) {
+    pk.pack_map(8);
+    PackField(pk, "id", w.id);
+    PackField(pk, "device", w.device);
+    PackKey(pk, "models");
+    PackModels(pk, w.models);
+    PackField(pk, "capacity", w.capacity);
+    PackField(pk, "in_flight", w.in_flight);
+    PackField(pk, "completed", w.completed);
+    PackField(pk, "failed", w.failed);
+    PackField(pk, "last_seen_ms", w.last_seen_ms);
+  }
+  return ToString(buffer);
+}
+
+bool Decode(std::string_view bytes, StatusReply* out, std::string* error) {
+  msgpack::object_handle handle;
+  if (!UnpackMap(bytes, &handle, error)) return false;
+  const msgpack::object& map = handle.get();
+  if (!Read(map, "router_version", &out->router_version, Need::kOptional, error) ||
+      !Read(map, "requests", &out->requests, Need::kOptional, error)) {
+    return false;
+  }
+  const msgpack::object* workers = Find(map, "workers");
+  if (workers == nullptr || workers->type != msgpack::type::ARRAY) {
+    *error = "field 'workers' must be an array";
+    return false;
+  }
+  for (const auto& item : std::span(workers->via.array.ptr, workers->via.array.size)) {
+    if (item.type != msgpack::type::MAP) {
+      *error = "each worker must be a map";
+      return false;
+    }
+    WorkerStatus w;
+    if (!Read(item, "id", &w.id, Need::kRequired, error) ||
+        !Read(item, "device", &w.device, Need::kOptional, error) ||
+        !ReadModels(item, &w.models, error) ||
+        !Read(item, "capacity", &w.capacity, Need::kOptional, error) ||
+        !Read(item, "in_flight", &w.in_flight, Need::kOptional, error) ||
+        !Read(item, "completed", &w.completed, Need::kOptional, error) ||
+        !Read(item, "failed", &w.failed, Need::kOptional, error) ||
+        !Read(item, "last_seen_ms", &w.last_seen_ms, Need::kOptional, error)) {
+      return false;
+    }
+    out->workers.push_back(std::move(w));
+  }
+  return true;
+}
+
+}  // namespace ember::protocol

@@ -1,0 +1,98 @@
+// Message bodies: the msgpack maps inside frame 3 (docs/protocol.md).
+//
+// Each body type has an Encode that returns msgpack bytes and a Decode that
+// validates them. Decoders never throw: malformed input yields false and a
+// reason, which the receiver turns into a BAD_REQUEST reply. msgpack itself
+// stays inside messages.cpp.
+#ifndef EMBER_COMMON_MESSAGES_H_
+#define EMBER_COMMON_MESSAGES_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error_code.h"
+
+namespace ember::protocol {
+
+// REQUEST body: embed `inputs` with `model`.
+struct EmbedRequest {
+  std::string model;
+  std::uint32_t version = 0;  // 0: the latest version the cluster serves
+  std::vector<std::string> inputs;
+  std::uint32_t timeout_ms = 0;  // 0: the router's default
+  bool truncate = true;          // false: over-long inputs fail with TOO_LONG
+};
+
+// REPLY body to an EmbedRequest: `count` vectors of `dim` float32, row-major.
+// On the wire the vectors are one msgpack bin of little-endian float32.
+struct EmbedReply {
+  std::string model;
+  std::uint32_t version = 0;
+  std::string worker;  // which worker computed it (for operators and tests)
+  std::uint32_t dim = 0;
+  std::uint32_t count = 0;
+  std::vector<float> data;
+};
+
+// ERROR body.
+struct ErrorBody {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;
+};
+
+// One model a worker serves, as announced in READY.
+struct ModelInfo {
+  std::string name;
+  std::uint32_t version = 1;
+  std::uint32_t dim = 0;
+};
+
+// READY body: a worker registers (or re-registers) with the router.
+struct ReadyBody {
+  std::string device;
+  std::uint32_t capacity = 0;  // requests the worker accepts in flight
+  std::vector<ModelInfo> models;
+};
+
+// CONTROL body from a client.
+struct ControlRequest {
+  std::string op;  // "status" (load/unload/list come with model management)
+};
+
+// Reply to CONTROL "status": the router's view of its workers.
+struct WorkerStatus {
+  std::string id;
+  std::string device;
+  std::vector<ModelInfo> models;
+  std::uint32_t capacity = 0;
+  std::uint32_t in_flight = 0;
+  std::uint64_t completed = 0;
+  std::uint64_t failed = 0;
+  std::uint32_t last_seen_ms = 0;  // since its last message
+};
+struct StatusReply {
+  std::string router_version;
+  std::uint64_t requests = 0;
+  std::vector<WorkerStatus> workers;
+};
+
+std::string Encode(const EmbedRequest& body);
+std::string Encode(const EmbedReply& body);
+std::string Encode(const ErrorBody& body);
+std::string Encode(const ReadyBody& body);
+std::string Encode(const ControlRequest& body);
+std::string Encode(const StatusReply& body);
+
+bool Decode(std::string_view bytes, EmbedRequest* out, std::string* error);
+bool Decode(std::string_view bytes, EmbedReply* out, std::string* error);
+bool Decode(std::string_view bytes, ErrorBody* out, std::string* error);
+bool Decode(std::string_view bytes, ReadyBody* out, std::string* error);
+bool Decode(std::string_view bytes, ControlRequest* out, std::string* error);
+bool Decode(std::string_view bytes, StatusReply* out, std::string* error);
+
+}  // namespace ember::protocol
+
+#endif  // EMBER_COMMON_MESSAGES_H_

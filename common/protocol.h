@@ -1,0 +1,88 @@
+// Framing of ember messages on ZeroMQ (docs/protocol.md is the normative text).
+//
+// Every ember message is four frames, after whatever routing envelope a ROUTER
+// socket adds:
+//
+//   frame 0  protocol   "EMBER" followed by one version byte (kVersion)
+//   frame 1  command    one byte, a Command value
+//   frame 2  request id 8 bytes, unsigned little-endian
+//   frame 3  body       msgpack (see common/messages.h); may be empty
+//
+// This header knows nothing about bodies, so the router can route a request
+// without decoding or copying its texts.
+#ifndef EMBER_COMMON_PROTOCOL_H_
+#define EMBER_COMMON_PROTOCOL_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <zmq.hpp>
+
+namespace ember::protocol {
+
+inline constexpr std::string_view kTag = "EMBER";
+inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::size_t kFrameCount = 4;
+
+enum class Command : std::uint8_t {
+  kRequest = 1,     // client -> router -> worker: embed texts
+  kReply = 2,       // worker -> router -> client: the result
+  kError = 3,       // anyone -> client: typed failure (ErrorBody)
+  kReady = 4,       // worker -> router: registration with its models
+  kHeartbeat = 5,   // both ways between router and worker
+  kDisconnect = 6,  // worker -> router or router -> worker: going away
+  kControl = 7,     // client -> router: control command; answered with kReply
+};
+
+std::string_view CommandName(Command command);
+
+// One ember message without its routing envelope.
+struct Message {
+  Command command = Command::kHeartbeat;
+  std::uint64_t request_id = 0;
+  std::string body;  // msgpack bytes, or empty
+};
+
+// Encodes `message` as the four protocol frames.
+std::vector<zmq::message_t> Encode(Command command, std::uint64_t request_id,
+                                   std::string_view body);
+inline std::vector<zmq::message_t> Encode(const Message& message) {
+  return Encode(message.command, message.request_id, message.body);
+}
+
+// Decodes the four protocol frames. On failure returns nullopt and sets
+// *error to a reason fit for a BAD_REQUEST reply.
+std::optional<Message> Decode(std::span<zmq::message_t> frames, std::string* error);
+
+// A message as received on a ROUTER socket: the peer's routing id plus the
+// decoded message (or the reason it could not be decoded).
+struct Envelope {
+  std::string peer;
+  std::optional<Message> message;
+  std::string error;
+};
+
+// Receives one multipart message from a ROUTER socket without blocking.
+// Returns nullopt when nothing was waiting.
+std::optional<Envelope> ReceiveRouted(zmq::socket_t& socket);
+
+// Receives one multipart message from a DEALER socket without blocking.
+// Returns nullopt when nothing was waiting; a malformed message yields a
+// Message-less result with *error set.
+std::optional<std::optional<Message>> ReceiveDealt(zmq::socket_t& socket, std::string* error);
+
+// Sends a message to `peer` through a ROUTER socket. Returns false when the
+// peer is gone (ROUTER_MANDATORY reports EHOSTUNREACH) or its queue is full.
+bool SendRouted(zmq::socket_t& socket, std::string_view peer, Command command,
+                std::uint64_t request_id, std::string_view body);
+
+// Sends a message through a DEALER socket (blocking only if the HWM is hit).
+void SendDealt(zmq::socket_t& socket, Command command, std::uint64_t request_id,
+               std::string_view body);
+
+}  // namespace ember::protocol
+
+#endif  // EMBER_COMMON_PROTOCOL_H_

@@ -1,0 +1,325 @@
+#include "router/router.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/messages.h"
+
+namespace ember::router {
+namespace {
+
+using protocol::Command;
+
+constexpr std::string_view kRouterVersion = "ember-router 0.1";
+constexpr int kHighWaterMark = 100'000;
+
+void ConfigureRouterSocket(zmq::socket_t& socket, bool handover) {
+  // Without ROUTER_MANDATORY a reply to a vanished peer is dropped silently;
+  // with it we learn the peer is gone and can act on it.
+  socket.set(zmq::sockopt::router_mandatory, 1);
+  // A worker that reconnects under its old routing id takes over its slot.
+  if (handover) socket.set(zmq::sockopt::router_handover, 1);
+  socket.set(zmq::sockopt::sndhwm, kHighWaterMark);
+  socket.set(zmq::sockopt::rcvhwm, kHighWaterMark);
+  socket.set(zmq::sockopt::linger, 0);
+}
+
+}  // namespace
+
+Router::Router(RouterOptions options)
+    : options_(std::move(options)),
+      frontend_(context_, zmq::socket_type::router),
+      backend_(context_, zmq::socket_type::router),
+      policy_(MakeRoundRobinPolicy()) {
+  ConfigureRouterSocket(frontend_, /*handover=*/false);
+  ConfigureRouterSocket(backend_, /*handover=*/true);
+  frontend_.bind(options_.frontend);
+  backend_.bind(options_.backend);
+  spdlog::info("router listening: clients on {}, workers on {}", options_.frontend,
+               options_.backend);
+}
+
+Router::~Router() {
+  // Tell workers we are going so they reconnect at once instead of waiting
+  // for heartbeats to lapse.
+  for (const auto& [id, w] : workers_.workers()) {
+    protocol::SendRouted(backend_, id, Command::kDisconnect, 0, {});
+  }
+}
+
+void Router::Run(const std::atomic<bool>& stop) {
+  next_heartbeat_ = Clock::now() + options_.heartbeat_interval;
+  zmq::pollitem_t items[] = {
+      {backend_.handle(), 0, ZMQ_POLLIN, 0},
+      {frontend_.handle(), 0, ZMQ_POLLIN, 0},
+  };
+  // Short polls bound both shutdown latency and deadline precision.
+  const auto tick = std::min<std::chrono::milliseconds>(options_.heartbeat_interval,
+                                                        std::chrono::milliseconds(20));
+  while (!stop.load()) {
+    zmq::poll(items, 2, tick);
+    // Workers first: their replies free credit for waiting clients.
+    if (items[0].revents & ZMQ_POLLIN) HandleBackend();
+    if (items[1].revents & ZMQ_POLLIN) HandleFrontend();
+    const auto now = Clock::now();
+    ExpireDeadlines(now);
+    if (now >= next_heartbeat_) {
+      HeartbeatWorkers(now);
+      next_heartbeat_ = now + options_.heartbeat_interval;
+    }
+  }
+  spdlog::info("router stopping; {} requests in flight", pending_.size());
+  for (auto it = pending_.begin(); it != pending_.end(); it = pending_.begin()) {
+    Fail(it->first, ErrorCode::kUnavailable, "router is shutting down");
+  }
+}
+
+void Router::HandleFrontend() {
+  // Drain a bounded batch so the backend is never starved by a busy frontend.
+  for (int i = 0; i < 256; ++i) {
+    auto envelope = protocol::ReceiveRouted(frontend_);
+    if (!envelope) return;
+    if (!envelope->message) {
+      spdlog::debug("malformed message from client: {}", envelope->error);
+      SendError(envelope->peer, 0, ErrorCode::kBadRequest, envelope->error);
+      continue;
+    }
+    const protocol::Message& message = *envelope->message;
+    switch (message.command) {
+      case Command::kRequest:
+        HandleRequest(envelope->peer, message);
+        break;
+      case Command::kControl:
+        HandleControl(envelope->peer, message);
+        break;
+      default:
+        SendError(envelope->peer, message.request_id, ErrorCode::kBadRequest,
+                  "clients may send REQUEST or CONTROL, not " +
+                      std::string(protocol::CommandName(message.command)));
+    }
+  }
+}
+
+void Router::HandleRequest(const std::string& client, const protocol::Message& message) {
+  ++requests_;
+  protocol::EmbedRequest request;
+  std::string error;
+  if (!protocol::Decode(message.body, &request, &error)) {
+    SendError(client, message.request_id, ErrorCode::kBadRequest, error);
+    return;
+  }
+  if (request.model.empty()) {
+    SendError(client, message.request_id, ErrorCode::kBadRequest, "model name is empty");
+    return;
+  }
+  if (request.inputs.empty()) {
+    SendError(client, message.request_id, ErrorCode::kBadRequest, "no inputs to embed");
+    return;
+  }
+  const auto version = workers_.Resolve(request.model, request.version);
+  if (!version) {
+    std::string what = "no worker serves model '" + request.model + "'";
+    if (request.version != 0) what += " version " + std::to_string(request.version);
+    SendError(client, message.request_id, ErrorCode::kUnknownModel, what);
+    return;
+  }
+  const std::uint64_t id = next_id_++;
+  Pending& p = pending_[id];
+  p.client = client;
+  p.client_request_id = message.request_id;
+  p.model = std::move(request.model);
+  p.version = *version;
+  p.body = message.body;
+  const auto timeout = request.timeout_ms > 0 ? std::chrono::milliseconds(request.timeout_ms)
+                                              : options_.default_timeout;
+  p.deadline = Clock::now() + timeout;
+  deadlines_.emplace(p.deadline, id);
+  Dispatch(id);
+}
+
+bool Router::Dispatch(std::uint64_t id) {
+  Pending& p = pending_.at(id);
+  for (;;) {
+    if (p.attempts >= options_.max_attempts) {
+      Fail(id, ErrorCode::kUnavailable,
+           "request failed on " + std::to_string(p.attempts) + " workers");
+      return false;
+    }
+    std::vector<WorkerState*> candidates = workers_.Candidates(p.model, p.version);
+    if (candidates.empty()) {
+      Fail(id, ErrorCode::kUnavailable,
+           "no live worker serves model '" + p.model + "' version " + std::to_string(p.version));
+      return false;
+    }
+    std::erase_if(candidates, [](const WorkerState* w) { return !w->HasCredit(); });
+    if (candidates.empty()) {
+      Fail(id, ErrorCode::kOverloaded,
+           "all workers serving model '" + p.model + "' are at capacity; retry later");
+      return false;
+    }
+    WorkerState* worker = policy_->Choose(p.model, candidates);
+    ++p.attempts;
+    if (protocol::SendRouted(backend_, worker->id, Command::kRequest, id, p.body)) {
+      p.worker = worker->id;
+      worker->in_flight.insert(id);
+      return true;
+    }
+    // The worker vanished (or its queue is full): take it out and try another.
+    DropWorker(worker->id, "unreachable");
+  }
+}
+
+void Router::HandleControl(const std::string& client, const protocol::Message& message) {
+  protocol::ControlRequest control;
+  std::string error;
+  if (!protocol::Decode(message.body, &control, &error)) {
+    SendError(client, message.request_id, ErrorCode::kBadRequest, error);
+    return;
+  }
+  if (control.op != "status") {
+    SendError(client, message.request_id, ErrorCode::kBadRequest,
+              "unknown control op '" + control.op + "'");
+    return;
+  }
+  const auto now = Clock::now();
+  protocol::StatusReply status;
+  status.router_version = kRouterVersion;
+  status.requests = requests_;
+  for (const auto& [id, w] : workers_.workers()) {
+    protocol::WorkerStatus ws;
+    ws.id = id;
+    ws.device = w.device;
+    ws.models = w.models;
+    ws.capacity = w.capacity;
+    ws.in_flight = static_cast<std::uint32_t>(w.in_flight.size());
+    ws.completed = w.completed;
+    ws.failed = w.failed;
+    ws.last_seen_ms = static_cast<std::uint32_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_seen).count());
+    status.workers.push_back(std::move(ws));
+  }
+  protocol::SendRouted(frontend_, client, Command::kReply, message.request_id,
+                       protocol::Encode(status));
+}
+
+void Router::HandleBackend() {
+  for (int i = 0; i < 256; ++i) {
+    auto envelope = protocol::ReceiveRouted(backend_);
+    if (!envelope) return;
+    if (!envelope->message) {
+      spdlog::warn("malformed message from worker '{}': {}", envelope->peer, envelope->error);
+      continue;
+    }
+    HandleWorkerMessage(envelope->peer, *envelope->message);
+  }
+}
+
+void Router::HandleWorkerMessage(const std::string& id, const protocol::Message& message) {
+  const auto now = Clock::now();
+  if (message.command == Command::kReady) {
+    protocol::ReadyBody ready;
+    std::string error;
+    if (!protocol::Decode(message.body, &ready, &error)) {
+      spdlog::warn("bad READY from worker '{}': {}", id, error);
+      protocol::SendRouted(backend_, id, Command::kDisconnect, 0, {});
+      return;
+    }
+    spdlog::info("worker '{}' ready on {} with {} model(s), capacity {}", id, ready.device,
+                 ready.models.size(), ready.capacity);
+    Redispatch(workers_.Register(id, std::move(ready), now));
+    return;
+  }
+  WorkerState* worker = workers_.Find(id);
+  if (worker == nullptr) {
+    // We do not know this worker (we restarted, or declared it dead): tell it
+    // to register again. Its results, if any, belong to requests we already
+    // answered or never had.
+    if (message.command != Command::kDisconnect) {
+      protocol::SendRouted(backend_, id, Command::kDisconnect, 0, {});
+    }
+    return;
+  }
+  worker->last_seen = now;
+  switch (message.command) {
+    case Command::kHeartbeat:
+      break;
+    case Command::kReply:
+    case Command::kError:
+      HandleResult(*worker, message);
+      break;
+    case Command::kDisconnect:
+      DropWorker(id, "disconnected");
+      break;
+    default:
+      spdlog::warn("worker '{}' sent unexpected {}", id, protocol::CommandName(message.command));
+  }
+}
+
+void Router::HandleResult(WorkerState& worker, const protocol::Message& message) {
+  worker.in_flight.erase(message.request_id);
+  auto it = pending_.find(message.request_id);
+  // A late result for a request that timed out or was re-dispatched elsewhere:
+  // the client already has (or will get) its one reply.
+  if (it == pending_.end() || it->second.worker != worker.id) return;
+  if (message.command == Command::kReply) {
+    ++worker.completed;
+  } else {
+    ++worker.failed;
+  }
+  protocol::SendRouted(frontend_, it->second.client, message.command, it->second.client_request_id,
+                       message.body);
+  pending_.erase(it);
+}
+
+void Router::Fail(std::uint64_t id, ErrorCode code, const std::string& message) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  SendError(it->second.client, it->second.client_request_id, code, message);
+  if (WorkerState* w = workers_.Find(it->second.worker)) w->in_flight.erase(id);
+  pending_.erase(it);
+}
+
+void Router::DropWorker(const std::string& id, const char* why) {
+  spdlog::warn("worker '{}' removed: {}", id, why);
+  Redispatch(workers_.Remove(id));
+}
+
+void Router::Redispatch(const std::vector<std::uint64_t>& ids) {
+  for (std::uint64_t id : ids) {
+    if (!pending_.contains(id)) continue;
+    // Embedding is idempotent, so resending to another worker is safe.
+    pending_.at(id).worker.clear();
+    Dispatch(id);
+  }
+}
+
+void Router::SendError(const std::string& client, std::uint64_t request_id, ErrorCode code,
+                       const std::string& message) {
+  protocol::SendRouted(frontend_, client, Command::kError, request_id,
+                       protocol::Encode(protocol::ErrorBody{code, message}));
+}
+
+void Router::HeartbeatWorkers(Clock::time_point now) {
+  const auto silence = options_.heartbeat_interval * options_.liveness;
+  for (const std::string& id : workers_.SilentSince(now - silence)) {
+    DropWorker(id, "missed heartbeats");
+  }
+  std::vector<std::string> unreachable;
+  for (const auto& [id, w] : workers_.workers()) {
+    if (!protocol::SendRouted(backend_, id, Command::kHeartbeat, 0, {})) {
+      unreachable.push_back(id);
+    }
+  }
+  for (const auto& id : unreachable) DropWorker(id, "unreachable");
+}
+
+void Router::ExpireDeadlines(Clock::time_point now) {
+  while (!deadlines_.empty() && deadlines_.top().first <= now) {
+    const std::uint64_t id = deadlines_.top().second;
+    deadlines_.pop();
+    if (pending_.contains(id)) Fail(id, ErrorCode::kTimeout, "request deadline passed");
+  }
+}
+
+}  // namespace ember::router

@@ -1,0 +1,76 @@
+#include "router/worker_registry.h"
+
+#include <algorithm>
+
+namespace ember::router {
+namespace {
+
+std::vector<std::uint64_t> Ids(const std::unordered_set<std::uint64_t>& set) {
+  return std::vector<std::uint64_t>(set.begin(), set.end());
+}
+
+}  // namespace
+
+bool WorkerState::Serves(std::string_view model, std::uint32_t version) const {
+  return std::any_of(models.begin(), models.end(), [&](const protocol::ModelInfo& m) {
+    return m.name == model && m.version == version;
+  });
+}
+
+std::vector<std::uint64_t> WorkerRegistry::Register(const std::string& id,
+                                                    protocol::ReadyBody ready,
+                                                    Clock::time_point now) {
+  std::vector<std::uint64_t> orphans = Remove(id);
+  WorkerState& w = workers_[id];
+  w.id = id;
+  w.device = std::move(ready.device);
+  w.capacity = std::max<std::uint32_t>(ready.capacity, 1);
+  w.models = std::move(ready.models);
+  w.last_seen = now;
+  return orphans;
+}
+
+std::vector<std::uint64_t> WorkerRegistry::Remove(std::string_view id) {
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return {};
+  std::vector<std::uint64_t> orphans = Ids(it->second.in_flight);
+  workers_.erase(it);
+  return orphans;
+}
+
+WorkerState* WorkerRegistry::Find(std::string_view id) {
+  auto it = workers_.find(id);
+  return it == workers_.end() ? nullptr : &it->second;
+}
+
+std::optional<std::uint32_t> WorkerRegistry::Resolve(std::string_view model,
+                                                     std::uint32_t version) const {
+  std::optional<std::uint32_t> best;
+  for (const auto& [id, w] : workers_) {
+    for (const auto& m : w.models) {
+      if (m.name != model) continue;
+      if (version != 0 && m.version == version) return version;
+      if (version == 0 && (!best || m.version > *best)) best = m.version;
+    }
+  }
+  return best;
+}
+
+std::vector<WorkerState*> WorkerRegistry::Candidates(std::string_view model,
+                                                     std::uint32_t version) {
+  std::vector<WorkerState*> out;
+  for (auto& [id, w] : workers_) {
+    if (w.Serves(model, version)) out.push_back(&w);
+  }
+  return out;
+}
+
+std::vector<std::string> WorkerRegistry::SilentSince(Clock::time_point deadline) const {
+  std::vector<std::string> out;
+  for (const auto& [id, w] : workers_) {
+    if (w.last_seen < deadline) out.push_back(id);
+  }
+  return out;
+}
+
+}  // namespace ember::router

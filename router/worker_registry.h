@@ -1,0 +1,67 @@
+// The router's table of live workers: what each serves, its load, and when it
+// was last heard from. Owned and used by the router thread only.
+#ifndef EMBER_ROUTER_WORKER_REGISTRY_H_
+#define EMBER_ROUTER_WORKER_REGISTRY_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "common/messages.h"
+
+namespace ember::router {
+
+using Clock = std::chrono::steady_clock;
+
+struct WorkerState {
+  std::string id;  // the worker's ZeroMQ routing id
+  std::string device;
+  std::uint32_t capacity = 0;
+  std::vector<protocol::ModelInfo> models;
+  std::unordered_set<std::uint64_t> in_flight;  // router request ids sent to it
+  std::uint64_t completed = 0;
+  std::uint64_t failed = 0;
+  Clock::time_point last_seen;
+
+  bool Serves(std::string_view model, std::uint32_t version) const;
+  bool HasCredit() const { return in_flight.size() < capacity; }
+};
+
+class WorkerRegistry {
+ public:
+  // Adds a worker, or replaces the registration of one that sent READY again
+  // (it restarted or reconnected). Returns the request ids the old
+  // registration still had in flight: they will never be answered.
+  std::vector<std::uint64_t> Register(const std::string& id, protocol::ReadyBody ready,
+                                      Clock::time_point now);
+
+  // Removes a worker; returns its in-flight request ids.
+  std::vector<std::uint64_t> Remove(std::string_view id);
+
+  WorkerState* Find(std::string_view id);
+
+  // The version a request for (model, version) resolves to: `version` itself
+  // if some worker serves it, the highest served version when `version` is 0,
+  // or nullopt when no worker serves it.
+  std::optional<std::uint32_t> Resolve(std::string_view model, std::uint32_t version) const;
+
+  // Workers serving (model, version), in a stable order (by id).
+  std::vector<WorkerState*> Candidates(std::string_view model, std::uint32_t version);
+
+  // Ids of workers not heard from since `deadline`.
+  std::vector<std::string> SilentSince(Clock::time_point deadline) const;
+
+  const std::map<std::string, WorkerState, std::less<>>& workers() const { return workers_; }
+
+ private:
+  std::map<std::string, WorkerState, std::less<>> workers_;
+};
+
+}  // namespace ember::router
+
+#endif  // EMBER_ROUTER_WORKER_REGISTRY_H_

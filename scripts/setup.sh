@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages ember needs to build, test and run, if any
+# are missing. Safe to run again: it does nothing when all are present.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config ccache git
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libcli11-dev libspdlog-dev
+  libutf8proc-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+  libtorch-dev python3-torch
+  # Debian's LibTorch calls libblas.so.3; without OpenBLAS that resolves to
+  # the reference BLAS, which is ~25x slower.
+  libopenblas0-openmp
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "setup: installing ${missing[*]}"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

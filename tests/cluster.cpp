@@ -1,0 +1,71 @@
+#include "tests/cluster.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "client/client.h"
+
+namespace ember::testing {
+
+std::string RouterBinary() { return EMBER_ROUTER_BIN; }
+std::string WorkerBinary() { return EMBER_WORKER_BIN; }
+std::string TinyModelDir() { return EMBER_TINY_DIR; }
+
+Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "ember-test-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = pattern;
+  frontend_ = "ipc://" + (dir_ / "frontend").string();
+  backend_ = "ipc://" + (dir_ / "backend").string();
+  std::vector<std::string> argv = {RouterBinary(), "--frontend", frontend_, "--backend", backend_};
+  argv.insert(argv.end(), options_.router_args.begin(), options_.router_args.end());
+  router_ = std::make_unique<Process>(argv, (dir_ / "router.log").string());
+  for (int i = 0; i < options_.workers; ++i) AddWorker("w" + std::to_string(i + 1));
+}
+
+void Cluster::AddWorker(const std::string& id) {
+  std::vector<std::string> argv = {WorkerBinary(), "--router", backend_, "--id", id,
+                                   "--threads",    "1"};
+  for (const auto& m : options_.models) {
+    argv.push_back("--model");
+    argv.push_back(m);
+  }
+  argv.insert(argv.end(), options_.worker_args.begin(), options_.worker_args.end());
+  workers_.push_back(std::make_unique<Process>(argv, (dir_ / (id + ".log")).string()));
+}
+
+Cluster::~Cluster() {
+  if (::testing::Test::HasFailure()) DumpLogs();
+  workers_.clear();
+  router_.reset();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+bool Cluster::WaitForWorkers(std::size_t workers, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Client client(frontend_);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (client.Status(std::chrono::milliseconds(500)).workers.size() >= workers) return true;
+    } catch (const Error&) {
+      // Router not up yet.
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+void Cluster::DumpLogs() const {
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (entry.path().extension() != ".log") continue;
+    std::cerr << "----- " << entry.path().filename().string() << " -----\n"
+              << std::ifstream(entry.path()).rdbuf() << "\n";
+  }
+}
+
+}  // namespace ember::testing

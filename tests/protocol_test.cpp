@@ -1,0 +1,225 @@
+// Wire format: every body round-trips, and malformed frames and bodies are
+// rejected with a reason instead of crashing or being half-accepted.
+#include "common/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <msgpack.hpp>
+
+#include "common/messages.h"
+
+namespace ember::protocol {
+namespace {
+
+std::vector<zmq::message_t> Frames(std::initializer_list<std::string_view> parts) {
+  std::vector<zmq::message_t> frames;
+  for (auto p : parts) frames.emplace_back(p.data(), p.size());
+  return frames;
+}
+
+std::string Id(std::uint64_t id) { return std::string(reinterpret_cast<char*>(&id), 8); }
+const std::string kHeader = std::string("EMBER") + char{1};
+
+TEST(ProtocolTest, FramesRoundTrip) {
+  auto frames = Encode(Command::kRequest, 0x0123456789abcdefULL, "body bytes");
+  ASSERT_EQ(frames.size(), kFrameCount);
+  EXPECT_EQ(frames[0].to_string(), kHeader);
+  std::string error;
+  auto message = Decode(frames, &error);
+  ASSERT_TRUE(message) << error;
+  EXPECT_EQ(message->command, Command::kRequest);
+  EXPECT_EQ(message->request_id, 0x0123456789abcdefULL);
+  EXPECT_EQ(message->body, "body bytes");
+}
+
+TEST(ProtocolTest, EveryCommandRoundTrips) {
+  for (auto c : {Command::kRequest, Command::kReply, Command::kError, Command::kReady,
+                 Command::kHeartbeat, Command::kDisconnect, Command::kControl}) {
+    auto frames = Encode(c, 7, "");
+    std::string error;
+    auto message = Decode(frames, &error);
+    ASSERT_TRUE(message) << CommandName(c) << ": " << error;
+    EXPECT_EQ(message->command, c);
+    EXPECT_NE(CommandName(c), "UNKNOWN");
+  }
+}
+
+TEST(ProtocolTest, RejectsMalformedFrames) {
+  struct Case {
+    const char* what;
+    std::vector<zmq::message_t> frames;
+    const char* reason;
+  };
+  const std::string id = Id(1);
+  std::vector<Case> cases;
+  cases.push_back({"no frames", {}, "frames"});
+  cases.push_back({"too few", Frames({kHeader, "\x01", id}), "frames"});
+  cases.push_back({"too many", Frames({kHeader, "\x01", id, "", ""}), "frames"});
+  cases.push_back({"bad tag", Frames({"EMBRR\x01", "\x01", id, ""}), "header"});
+  cases.push_back({"short tag", Frames({"EMB", "\x01", id, ""}), "header"});
+  cases.push_back({"future version", Frames({"EMBER\x02", "\x01", id, ""}), "version 2"});
+  cases.push_back({"unknown command", Frames({kHeader, "\x09", id, ""}), "command"});
+  cases.push_back(
+      {"zero command", Frames({kHeader, std::string_view("\0", 1), id, ""}), "command"});
+  cases.push_back({"two-byte command", Frames({kHeader, "\x01\x01", id, ""}), "command"});
+  cases.push_back({"short id", Frames({kHeader, "\x01", "1234", ""}), "request id"});
+  for (auto& c : cases) {
+    std::string error;
+    EXPECT_FALSE(Decode(c.frames, &error)) << c.what;
+    EXPECT_NE(error.find(c.reason), std::string::npos) << c.what << ": " << error;
+  }
+}
+
+TEST(MessagesTest, EmbedRequestRoundTrips) {
+  EmbedRequest in{"minilm", 3, {"hello", "", "世界"}, 1500, false};
+  EmbedRequest out;
+  std::string error;
+  ASSERT_TRUE(Decode(Encode(in), &out, &error)) << error;
+  EXPECT_EQ(out.model, "minilm");
+  EXPECT_EQ(out.version, 3u);
+  EXPECT_EQ(out.inputs, in.inputs);
+  EXPECT_EQ(out.timeout_ms, 1500u);
+  EXPECT_FALSE(out.truncate);
+}
+
+TEST(MessagesTest, EmbedRequestOptionalFieldsDefault) {
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> pk(buffer);
+  pk.pack_map(2);
+  pk.pack(std::string("model"));
+  pk.pack(std::string("m"));
+  pk.pack(std::string("inputs"));
+  pk.pack(std::vector<std::string>{"a"});
+  EmbedRequest out;
+  std::string error;
+  ASSERT_TRUE(Decode(std::string_view(buffer.data(), buffer.size()), &out, &error)) << error;
+  EXPECT_EQ(out.version, 0u);
+  EXPECT_EQ(out.timeout_ms, 0u);
+  EXPECT_TRUE(out.truncate);
+}
+
+TEST(MessagesTest, EmbedReplyCarriesRawFloats) {
+  EmbedReply in;
+  in.model = "m";
+  in.version = 2;
+  in.worker = "w1";
+  in.dim = 3;
+  in.count = 2;
+  in.data = {1.0f, -2.5f, 3.25f, 0.0f, 1e-30f, -0.0f};
+  const std::string bytes = Encode(in);
+  // The six floats appear verbatim (little-endian float32), not as a list.
+  std::string raw(reinterpret_cast<const char*>(in.data.data()), in.data.size() * 4);
+  EXPECT_NE(bytes.find(raw), std::string::npos);
+  EmbedReply out;
+  std::string error;
+  ASSERT_TRUE(Decode(bytes, &out, &error)) << error;
+  EXPECT_EQ(out.data, in.data);
+  EXPECT_EQ(out.dim, 3u);
+  EXPECT_EQ(out.count, 2u);
+  EXPECT_EQ(out.worker, "w1");
+}
+
+TEST(MessagesTest, EmbedReplyRejectsWrongDataSize) {
+  EmbedReply in;
+  in.model = "m";
+  in.dim = 4;
+  in.count = 2;
+  in.data = {1, 2, 3, 4, 5, 6, 7};  // one short
+  EmbedReply out;
+  std::string error;
+  EXPECT_FALSE(Decode(Encode(in), &out, &error));
+  EXPECT_NE(error.find("expected 32"), std::string::npos) << error;
+}
+
+TEST(MessagesTest, ErrorBodyRoundTripsEveryCode) {
+  for (auto code :
+       {ErrorCode::kBadRequest, ErrorCode::kUnknownModel, ErrorCode::kOverloaded,
+        ErrorCode::kTimeout, ErrorCode::kUnavailable, ErrorCode::kTooLong, ErrorCode::kInternal}) {
+    ErrorBody out;
+    std::string error;
+    ASSERT_TRUE(Decode(Encode(ErrorBody{code, "why"}), &out, &error)) << error;
+    EXPECT_EQ(out.code, code);
+    EXPECT_EQ(out.message, "why");
+    EXPECT_EQ(ParseErrorCode(ErrorCodeName(code)), code);
+  }
+}
+
+TEST(MessagesTest, ReadyAndStatusRoundTrip) {
+  ReadyBody ready{"cuda:1", 64, {{"a", 1, 384}, {"b", 7, 768}}};
+  ReadyBody r;
+  std::string error;
+  ASSERT_TRUE(Decode(Encode(ready), &r, &error)) << error;
+  EXPECT_EQ(r.device, "cuda:1");
+  EXPECT_EQ(r.capacity, 64u);
+  ASSERT_EQ(r.models.size(), 2u);
+  EXPECT_EQ(r.models[1].name, "b");
+  EXPECT_EQ(r.models[1].version, 7u);
+  EXPECT_EQ(r.models[1].dim, 768u);
+
+  StatusReply status;
+  status.router_version = "x";
+  status.requests = 12;
+  status.workers.push_back({"w", "cpu", ready.models, 8, 3, 100, 2, 250});
+  StatusReply s;
+  ASSERT_TRUE(Decode(Encode(status), &s, &error)) << error;
+  ASSERT_EQ(s.workers.size(), 1u);
+  EXPECT_EQ(s.workers[0].completed, 100u);
+  EXPECT_EQ(s.workers[0].last_seen_ms, 250u);
+  EXPECT_EQ(s.workers[0].models.size(), 2u);
+}
+
+TEST(MessagesTest, RejectsMalformedBodies) {
+  auto pack = [](auto fill) {
+    msgpack::sbuffer buffer;
+    msgpack::packer<msgpack::sbuffer> pk(buffer);
+    fill(pk);
+    return std::string(buffer.data(), buffer.size());
+  };
+  struct Case {
+    const char* what;
+    std::string bytes;
+    const char* reason;
+  };
+  const std::vector<Case> cases = {
+      {"empty", "", "msgpack"},
+      {"garbage", "\xc1\xc1\xc1", "msgpack"},
+      {"truncated", Encode(EmbedRequest{"model", 0, {"text"}, 0, true}).substr(0, 10), "msgpack"},
+      {"not a map", pack([](auto& pk) { pk.pack(42); }), "map"},
+      {"trailing bytes", Encode(EmbedRequest{"m", 0, {"t"}, 0, true}) + "x", "trailing"},
+      {"missing model", pack([](auto& pk) {
+         pk.pack_map(1);
+         pk.pack(std::string("inputs"));
+         pk.pack(std::vector<std::string>{"a"});
+       }),
+       "'model'"},
+      {"inputs not strings", pack([](auto& pk) {
+         pk.pack_map(2);
+         pk.pack(std::string("model"));
+         pk.pack(std::string("m"));
+         pk.pack(std::string("inputs"));
+         pk.pack(std::vector<int>{1, 2});
+       }),
+       "'inputs'"},
+      {"negative version", pack([](auto& pk) {
+         pk.pack_map(3);
+         pk.pack(std::string("model"));
+         pk.pack(std::string("m"));
+         pk.pack(std::string("inputs"));
+         pk.pack(std::vector<std::string>{"a"});
+         pk.pack(std::string("version"));
+         pk.pack(-1);
+       }),
+       "'version'"},
+      {"huge array header", std::string("\x81\xa6inputs\xdd\xff\xff\xff\xff", 12), "msgpack"},
+  };
+  for (const auto& c : cases) {
+    EmbedRequest out;
+    std::string error;
+    EXPECT_FALSE(Decode(c.bytes, &out, &error)) << c.what;
+    EXPECT_NE(error.find(c.reason), std::string::npos) << c.what << ": " << error;
+  }
+}
+
+}  // namespace
+}  // namespace ember::protocol
