@@ -12,7 +12,7 @@ using protocol::Command;
 
 // Past the request's own deadline the router answers TIMEOUT itself; we wait
 // a little longer than that before concluding the router is unreachable.
-constexpr std::chrono::milliseconds kGrace{1000};
+constexpr std::chrono::milliseconds kGrace{250};
 
 }  // namespace
 
@@ -21,17 +21,37 @@ struct Client::Socket {
   zmq::socket_t socket{context, zmq::socket_type::dealer};
 };
 
-Client::Client(const std::string& endpoint) : socket_(std::make_unique<Socket>()) {
-  socket_->socket.set(zmq::sockopt::linger, 0);
-  socket_->socket.set(zmq::sockopt::reconnect_ivl, 100);
-  socket_->socket.set(zmq::sockopt::reconnect_ivl_max, 2000);
-  socket_->socket.connect(endpoint);
-}
+Client::Client(const std::string& endpoint) : endpoint_(endpoint) { Connect(); }
 
 Client::~Client() = default;
 
+void Client::Connect() {
+  socket_ = std::make_unique<Socket>();
+  socket_->socket.set(zmq::sockopt::linger, 0);
+  socket_->socket.set(zmq::sockopt::reconnect_ivl, 100);
+  socket_->socket.set(zmq::sockopt::reconnect_ivl_max, 2000);
+  socket_->socket.connect(endpoint_);
+}
+
 std::string Client::Call(std::uint8_t command, const std::string& body,
-                         std::chrono::milliseconds timeout) {
+                         std::chrono::milliseconds timeout, int attempts) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return CallOnce(command, body, timeout);
+    } catch (const Error& e) {
+      const bool retryable =
+          e.code() == ErrorCode::kUnavailable || (e.code() == ErrorCode::kTimeout && !answered_);
+      if (!retryable || attempt >= attempts) throw;
+      // Lazy Pirate: a fresh socket drops whatever was queued for a router
+      // that may be gone.
+      Connect();
+    }
+  }
+}
+
+std::string Client::CallOnce(std::uint8_t command, const std::string& body,
+                             std::chrono::milliseconds timeout) {
+  answered_ = false;
   const std::uint64_t id = next_request_id_++;
   protocol::SendDealt(socket_->socket, static_cast<Command>(command), id, body);
   const auto deadline = Clock::now() + timeout + kGrace;
@@ -55,6 +75,7 @@ std::string Client::Call(std::uint8_t command, const std::string& body,
         !(message.request_id == 0 && message.command == Command::kError)) {
       continue;  // a late reply to an earlier call that timed out
     }
+    answered_ = true;
     if (message.command == Command::kError) {
       protocol::ErrorBody e;
       if (!protocol::Decode(message.body, &e, &error)) {
@@ -79,7 +100,7 @@ Embeddings Client::Embed(std::string_view model, const std::vector<std::string>&
   request.timeout_ms = static_cast<std::uint32_t>(options.timeout.count());
   request.truncate = options.truncate;
   const std::string body = Call(static_cast<std::uint8_t>(Command::kRequest),
-                                protocol::Encode(request), options.timeout);
+                                protocol::Encode(request), options.timeout, options.attempts);
   protocol::EmbedReply reply;
   std::string error;
   if (!protocol::Decode(body, &reply, &error)) {
@@ -94,7 +115,7 @@ Embeddings Client::Embed(std::string_view model, const std::vector<std::string>&
 
 protocol::StatusReply Client::Status(std::chrono::milliseconds timeout) {
   const std::string body = Call(static_cast<std::uint8_t>(Command::kControl),
-                                protocol::Encode(protocol::ControlRequest{"status"}), timeout);
+                                protocol::Encode(protocol::ControlRequest{"status"}), timeout, 1);
   protocol::StatusReply status;
   std::string error;
   if (!protocol::Decode(body, &status, &error)) {

@@ -24,9 +24,13 @@
 namespace ember {
 
 struct EmbedOptions {
-  std::uint32_t version = 0;  // 0: the latest version the cluster serves
-  bool truncate = true;       // false: over-long inputs fail with TOO_LONG
-  std::chrono::milliseconds timeout{30'000};
+  std::uint32_t version = 0;                  // 0: the latest version the cluster serves
+  bool truncate = true;                       // false: over-long inputs fail with TOO_LONG
+  std::chrono::milliseconds timeout{30'000};  // per attempt
+  // Attempts in all (Lazy Pirate): when no answer comes within the timeout,
+  // or the router answers UNAVAILABLE, the client reconnects and resends.
+  // Embedding is idempotent, so a resent request is safe.
+  int attempts = 1;
 };
 
 // Vectors for one request, row-major, in the order of the texts sent.
@@ -66,13 +70,19 @@ class Client {
 
  private:
   struct Socket;
-  // Sends one message and waits for the reply with the same request id.
-  // Returns the reply body; throws ember::Error for ERROR replies.
-  std::string Call(std::uint8_t command, const std::string& body,
-                   std::chrono::milliseconds timeout);
+  // Sends one message and waits for the reply with the same request id,
+  // retrying as EmbedOptions::attempts says. Returns the reply body; throws
+  // ember::Error for ERROR replies.
+  std::string Call(std::uint8_t command, const std::string& body, std::chrono::milliseconds timeout,
+                   int attempts);
+  std::string CallOnce(std::uint8_t command, const std::string& body,
+                       std::chrono::milliseconds timeout);
+  void Connect();
 
+  std::string endpoint_;
   std::unique_ptr<Socket> socket_;
   std::uint64_t next_request_id_ = 1;
+  bool answered_ = false;  // whether the last attempt got any answer
 };
 
 }  // namespace ember

@@ -67,24 +67,42 @@ int Status(const GlobalFlags& flags, bool json) {
                                 {"in_flight", w.in_flight},
                                 {"completed", w.completed},
                                 {"failed", w.failed},
-                                {"last_seen_ms", w.last_seen_ms}});
+                                {"last_seen_ms", w.last_seen_ms},
+                                {"weight", w.weight},
+                                {"ewma_ms", w.ewma_ms},
+                                {"p50_ms", w.p50_ms},
+                                {"p99_ms", w.p99_ms}});
+    }
+    out["models"] = nlohmann::json::array();
+    for (const auto& m : status.models) {
+      out["models"].push_back(
+          {{"name", m.name}, {"policy", m.policy}, {"queued", m.queued}, {"workers", m.workers}});
     }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
   std::printf("%s, %llu requests, %zu workers\n", status.router_version.c_str(),
               static_cast<unsigned long long>(status.requests), status.workers.size());
-  std::printf("%-32s %-8s %-24s %9s %9s %10s %8s %9s\n", "WORKER", "DEVICE", "MODELS", "CAPACITY",
-              "INFLIGHT", "COMPLETED", "FAILED", "SEEN(ms)");
+  std::printf("%-28s %-7s %-20s %6s %5s %9s %6s %7s %7s %7s %7s %6s\n", "WORKER", "DEVICE",
+              "MODELS", "WEIGHT", "CAP", "INFLIGHT", "DONE", "ERR%", "EWMAms", "P50ms", "P99ms",
+              "SEENms");
   for (const auto& w : status.workers) {
     std::string models;
     for (const auto& m : w.models) {
       models += (models.empty() ? "" : ",") + m.name + ":" + std::to_string(m.version);
     }
-    std::printf("%-32s %-8s %-24s %9u %9u %10llu %8llu %9u\n", w.id.c_str(), w.device.c_str(),
-                models.c_str(), w.capacity, w.in_flight,
+    const double total = static_cast<double>(w.completed + w.failed);
+    std::printf("%-28s %-7s %-20s %6.2f %5u %9u %6llu %7.2f %7.2f %7.2f %7.2f %6u\n", w.id.c_str(),
+                w.device.c_str(), models.c_str(), w.weight, w.capacity, w.in_flight,
                 static_cast<unsigned long long>(w.completed),
-                static_cast<unsigned long long>(w.failed), w.last_seen_ms);
+                total > 0 ? 100.0 * static_cast<double>(w.failed) / total : 0.0, w.ewma_ms,
+                w.p50_ms, w.p99_ms, w.last_seen_ms);
+  }
+  if (!status.models.empty()) {
+    std::printf("\n%-28s %-22s %8s %7s\n", "MODEL", "POLICY", "WORKERS", "QUEUED");
+    for (const auto& m : status.models) {
+      std::printf("%-28s %-22s %8u %7u\n", m.name.c_str(), m.policy.c_str(), m.workers, m.queued);
+    }
   }
   return 0;
 }

@@ -210,9 +210,10 @@ bool Decode(std::string_view bytes, ErrorBody* out, std::string* error) {
 std::string Encode(const ReadyBody& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(3);
+  pk.pack_map(4);
   PackField(pk, "device", body.device);
   PackField(pk, "capacity", body.capacity);
+  PackField(pk, "weight", body.weight);
   PackKey(pk, "models");
   PackModels(pk, body.models);
   return ToString(buffer);
@@ -224,6 +225,7 @@ bool Decode(std::string_view bytes, ReadyBody* out, std::string* error) {
   const msgpack::object& map = handle.get();
   return Read(map, "device", &out->device, Need::kOptional, error) &&
          Read(map, "capacity", &out->capacity, Need::kOptional, error) &&
+         Read(map, "weight", &out->weight, Need::kOptional, error) &&
          ReadModels(map, &out->models, error);
 }
 
@@ -244,13 +246,13 @@ bool Decode(std::string_view bytes, ControlRequest* out, std::string* error) {
 std::string Encode(const StatusReply& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(3);
+  pk.pack_map(4);
   PackField(pk, "router_version", body.router_version);
   PackField(pk, "requests", body.requests);
   PackKey(pk, "workers");
   pk.pack_array(static_cast<std::uint32_t>(body.workers.size()));
   for (const auto& w : body.workers) {
-    pk.pack_map(8);
+    pk.pack_map(12);
     PackField(pk, "id", w.id);
     PackField(pk, "device", w.device);
     PackKey(pk, "models");
@@ -260,6 +262,19 @@ std::string Encode(const StatusReply& body) {
     PackField(pk, "completed", w.completed);
     PackField(pk, "failed", w.failed);
     PackField(pk, "last_seen_ms", w.last_seen_ms);
+    PackField(pk, "weight", w.weight);
+    PackField(pk, "ewma_ms", w.ewma_ms);
+    PackField(pk, "p50_ms", w.p50_ms);
+    PackField(pk, "p99_ms", w.p99_ms);
+  }
+  PackKey(pk, "models");
+  pk.pack_array(static_cast<std::uint32_t>(body.models.size()));
+  for (const auto& m : body.models) {
+    pk.pack_map(4);
+    PackField(pk, "name", m.name);
+    PackField(pk, "policy", m.policy);
+    PackField(pk, "queued", m.queued);
+    PackField(pk, "workers", m.workers);
   }
   return ToString(buffer);
 }
@@ -290,10 +305,31 @@ bool Decode(std::string_view bytes, StatusReply* out, std::string* error) {
         !Read(item, "in_flight", &w.in_flight, Need::kOptional, error) ||
         !Read(item, "completed", &w.completed, Need::kOptional, error) ||
         !Read(item, "failed", &w.failed, Need::kOptional, error) ||
-        !Read(item, "last_seen_ms", &w.last_seen_ms, Need::kOptional, error)) {
+        !Read(item, "last_seen_ms", &w.last_seen_ms, Need::kOptional, error) ||
+        !Read(item, "weight", &w.weight, Need::kOptional, error) ||
+        !Read(item, "ewma_ms", &w.ewma_ms, Need::kOptional, error) ||
+        !Read(item, "p50_ms", &w.p50_ms, Need::kOptional, error) ||
+        !Read(item, "p99_ms", &w.p99_ms, Need::kOptional, error)) {
       return false;
     }
     out->workers.push_back(std::move(w));
+  }
+  const msgpack::object* models = Find(map, "models");
+  if (models == nullptr) return true;
+  if (models->type != msgpack::type::ARRAY) {
+    *error = "field 'models' must be an array";
+    return false;
+  }
+  for (const auto& item : std::span(models->via.array.ptr, models->via.array.size)) {
+    ModelStatus m;
+    if (item.type != msgpack::type::MAP || !Read(item, "name", &m.name, Need::kRequired, error) ||
+        !Read(item, "policy", &m.policy, Need::kOptional, error) ||
+        !Read(item, "queued", &m.queued, Need::kOptional, error) ||
+        !Read(item, "workers", &m.workers, Need::kOptional, error)) {
+      if (error->empty()) *error = "each model status must be a map";
+      return false;
+    }
+    out->models.push_back(std::move(m));
   }
   return true;
 }

@@ -54,6 +54,7 @@ struct ModelInfo {
 struct ReadyBody {
   std::string device;
   std::uint32_t capacity = 0;  // requests the worker accepts in flight
+  double weight = 1.0;         // relative speed, for weighted balancing
   std::vector<ModelInfo> models;
 };
 
@@ -72,11 +73,22 @@ struct WorkerStatus {
   std::uint64_t completed = 0;
   std::uint64_t failed = 0;
   std::uint32_t last_seen_ms = 0;  // since its last message
+  double weight = 1.0;
+  double ewma_ms = 0;  // response time as the router measures it
+  double p50_ms = 0;   // over the last 256 replies
+  double p99_ms = 0;
+};
+struct ModelStatus {
+  std::string name;
+  std::string policy;
+  std::uint32_t queued = 0;  // waiting in the router for worker credit
+  std::uint32_t workers = 0;
 };
 struct StatusReply {
   std::string router_version;
   std::uint64_t requests = 0;
   std::vector<WorkerStatus> workers;
+  std::vector<ModelStatus> models;
 };
 
 std::string Encode(const EmbedRequest& body);

@@ -6,10 +6,32 @@
 #include "common/shutdown_signal.h"
 #include "router/router.h"
 
+namespace {
+
+// The --config value, read before the other flags so that flags override it.
+std::string ConfigPath(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--config" && i + 1 < argc) return argv[i + 1];
+    if (arg.starts_with("--config=")) return std::string(arg.substr(9));
+  }
+  return "";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   ember::router::RouterOptions options;
+  std::string config = ConfigPath(argc, argv);
+  try {
+    if (!config.empty()) ember::router::LoadRouterConfig(config, &options);
+  } catch (const std::exception& e) {
+    spdlog::critical("ember-router: {}", e.what());
+    return 1;
+  }
+
   CLI::App app{"ember-router: dispatches embedding requests from clients to workers"};
-  app.set_config("--config", "", "TOML file with the same keys as the long flags");
+  app.add_option("--config", config, "TOML file (config/router.toml); flags override it");
   app.add_option("--frontend", options.frontend, "endpoint clients connect to")
       ->capture_default_str();
   app.add_option("--backend", options.backend, "endpoint workers connect to")
@@ -25,12 +47,26 @@ int main(int argc, char** argv) {
   app.add_option("--default-timeout-ms", timeout_ms, "deadline of requests that set none")
       ->check(CLI::Range(1, 3'600'000))
       ->capture_default_str();
+  std::string policy(ember::router::PolicyKindName(options.model_defaults.policy));
+  app.add_option("--policy", policy,
+                 "default balancing policy: round_robin, weighted_round_robin, "
+                 "least_connections, response_time, adaptive")
+      ->check([](const std::string& name) {
+        return ember::router::ParsePolicyKind(name) ? "" : "unknown policy '" + name + "'";
+      })
+      ->capture_default_str();
+  app.add_option("--max-queue", options.model_defaults.max_queue,
+                 "requests per model waiting for worker credit before OVERLOADED")
+      ->check(CLI::Range(0, 10'000'000))
+      ->capture_default_str();
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
   options.default_timeout = std::chrono::milliseconds(timeout_ms);
+  // The default only: models with a [models.NAME] table keep their policy.
+  options.model_defaults.policy = *ember::router::ParsePolicyKind(policy);
   spdlog::set_level(spdlog::level::from_str(log_level));
 
   ember::ShutdownSignal shutdown;

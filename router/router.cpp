@@ -14,6 +14,12 @@ using protocol::Command;
 constexpr std::string_view kRouterVersion = "ember-router 0.1";
 constexpr int kHighWaterMark = 100'000;
 
+std::string UnknownModelMessage(const std::string& model, std::uint32_t version) {
+  std::string what = "no worker serves model '" + model + "'";
+  if (version != 0) what += " version " + std::to_string(version);
+  return what;
+}
+
 void ConfigureRouterSocket(zmq::socket_t& socket, bool handover) {
   // Without ROUTER_MANDATORY a reply to a vanished peer is dropped silently;
   // with it we learn the peer is gone and can act on it.
@@ -30,8 +36,7 @@ void ConfigureRouterSocket(zmq::socket_t& socket, bool handover) {
 Router::Router(RouterOptions options)
     : options_(std::move(options)),
       frontend_(context_, zmq::socket_type::router),
-      backend_(context_, zmq::socket_type::router),
-      policy_(MakeRoundRobinPolicy()) {
+      backend_(context_, zmq::socket_type::router) {
   ConfigureRouterSocket(frontend_, /*handover=*/false);
   ConfigureRouterSocket(backend_, /*handover=*/true);
   frontend_.bind(options_.frontend);
@@ -50,6 +55,8 @@ Router::~Router() {
 
 void Router::Run(const std::atomic<bool>& stop) {
   next_heartbeat_ = Clock::now() + options_.heartbeat_interval;
+  startup_grace_end_ = Clock::now() + options_.heartbeat_interval * options_.liveness;
+  bool in_grace = true;
   zmq::pollitem_t items[] = {
       {backend_.handle(), 0, ZMQ_POLLIN, 0},
       {frontend_.handle(), 0, ZMQ_POLLIN, 0},
@@ -64,6 +71,11 @@ void Router::Run(const std::atomic<bool>& stop) {
     if (items[1].revents & ZMQ_POLLIN) HandleFrontend();
     const auto now = Clock::now();
     ExpireDeadlines(now);
+    PurgeSilentWorkers(now);
+    if (in_grace && now >= startup_grace_end_) {
+      in_grace = false;
+      FailUnknownQueued(now);
+    }
     if (now >= next_heartbeat_) {
       HeartbeatWorkers(now);
       next_heartbeat_ = now + options_.heartbeat_interval;
@@ -117,11 +129,10 @@ void Router::HandleRequest(const std::string& client, const protocol::Message& m
     SendError(client, message.request_id, ErrorCode::kBadRequest, "no inputs to embed");
     return;
   }
-  const auto version = workers_.Resolve(request.model, request.version);
-  if (!version) {
-    std::string what = "no worker serves model '" + request.model + "'";
-    if (request.version != 0) what += " version " + std::to_string(request.version);
-    SendError(client, message.request_id, ErrorCode::kUnknownModel, what);
+  const auto now = Clock::now();
+  if (!Known(request.model, request.version, now)) {
+    SendError(client, message.request_id, ErrorCode::kUnknownModel,
+              UnknownModelMessage(request.model, request.version));
     return;
   }
   const std::uint64_t id = next_id_++;
@@ -129,45 +140,115 @@ void Router::HandleRequest(const std::string& client, const protocol::Message& m
   p.client = client;
   p.client_request_id = message.request_id;
   p.model = std::move(request.model);
-  p.version = *version;
+  p.version = request.version;
   p.body = message.body;
   const auto timeout = request.timeout_ms > 0 ? std::chrono::milliseconds(request.timeout_ms)
                                               : options_.default_timeout;
-  p.deadline = Clock::now() + timeout;
+  p.deadline = now + timeout;
   deadlines_.emplace(p.deadline, id);
   Dispatch(id);
 }
 
-bool Router::Dispatch(std::uint64_t id) {
+bool Router::Known(const std::string& model, std::uint32_t version, Clock::time_point now) const {
+  // A router that just started has not heard from its workers yet: let
+  // requests wait for them to register rather than refusing every model.
+  if (now < startup_grace_end_) return true;
+  auto it = model_seen_.find({model, version});
+  return it != model_seen_.end() && now - it->second <= options_.model_retention;
+}
+
+void Router::RememberModels(const WorkerState& worker, Clock::time_point now) {
+  for (const auto& m : worker.models) {
+    model_seen_[{m.name, m.version}] = now;
+    model_seen_[{m.name, 0}] = now;
+  }
+}
+
+Router::ModelQueue& Router::QueueFor(const std::string& model) {
+  ModelQueue& q = queues_[model];
+  if (!q.policy) q.policy = MakePolicy(options_.ForModel(model).policy);
+  return q;
+}
+
+void Router::Dispatch(std::uint64_t id) {
   Pending& p = pending_.at(id);
+  ModelQueue& queue = QueueFor(p.model);
   for (;;) {
     if (p.attempts >= options_.max_attempts) {
       Fail(id, ErrorCode::kUnavailable,
            "request failed on " + std::to_string(p.attempts) + " workers");
-      return false;
+      return;
     }
-    std::vector<WorkerState*> candidates = workers_.Candidates(p.model, p.version);
-    if (candidates.empty()) {
-      Fail(id, ErrorCode::kUnavailable,
-           "no live worker serves model '" + p.model + "' version " + std::to_string(p.version));
-      return false;
+    std::vector<WorkerState*> candidates;
+    if (const auto version = workers_.Resolve(p.model, p.version)) {
+      candidates = workers_.Candidates(p.model, *version);
     }
     std::erase_if(candidates, [](const WorkerState* w) { return !w->HasCredit(); });
     if (candidates.empty()) {
-      Fail(id, ErrorCode::kOverloaded,
-           "all workers serving model '" + p.model + "' are at capacity; retry later");
-      return false;
+      // Every worker is busy (or none is up right now): wait in the model's
+      // queue, bounded, until credit frees up or the deadline passes.
+      const std::size_t limit = options_.ForModel(p.model).max_queue;
+      if (queue.ids.size() >= limit) {
+        std::erase_if(queue.ids, [this](std::uint64_t q) { return !pending_.contains(q); });
+      }
+      if (queue.ids.size() >= limit) {
+        Fail(id, ErrorCode::kOverloaded,
+             "queue for model '" + p.model + "' is full (" + std::to_string(limit) +
+                 " requests waiting); retry later");
+        return;
+      }
+      queue.ids.push_back(id);
+      spdlog::debug("request {} for {} queued ({} waiting)", id, p.model, queue.ids.size());
+      return;
     }
-    WorkerState* worker = policy_->Choose(p.model, candidates);
+    const auto now = Clock::now();
+    WorkerState* worker = queue.policy->Choose(p.model, candidates, now);
     ++p.attempts;
     if (protocol::SendRouted(backend_, worker->id, Command::kRequest, id, p.body)) {
       p.worker = worker->id;
+      p.sent_at = now;
       worker->in_flight.insert(id);
-      return true;
+      spdlog::debug("request {} for {} sent to '{}' ({} in flight there)", id, p.model, worker->id,
+                    worker->in_flight.size());
+      return;
     }
     // The worker vanished (or its queue is full): take it out and try another.
     DropWorker(worker->id, "unreachable");
   }
+}
+
+void Router::FailUnknownQueued(Clock::time_point now) {
+  for (auto& [model, queue] : queues_) {
+    for (std::uint64_t id : queue.ids) {
+      auto it = pending_.find(id);
+      if (it == pending_.end() || Known(model, it->second.version, now)) continue;
+      Fail(id, ErrorCode::kUnknownModel, UnknownModelMessage(model, it->second.version));
+    }
+  }
+}
+
+void Router::DrainQueue(const std::string& model) {
+  auto it = queues_.find(model);
+  if (it == queues_.end()) return;
+  std::deque<std::uint64_t>& ids = it->second.ids;
+  while (!ids.empty()) {
+    const std::uint64_t id = ids.front();
+    ids.pop_front();
+    if (!pending_.contains(id)) continue;  // answered (timed out) while queued
+    Dispatch(id);
+    // Dispatch put it back (at the end) if no worker had credit after all:
+    // move it to the front again to keep FIFO order, and stop.
+    if (!ids.empty() && ids.back() == id) {
+      ids.pop_back();
+      ids.push_front(id);
+      return;
+    }
+  }
+}
+
+void Router::DrainQueues(std::vector<protocol::ModelInfo> models) {
+  // By value: draining may drop the worker these came from.
+  for (const auto& m : models) DrainQueue(m.name);
 }
 
 void Router::HandleControl(const std::string& client, const protocol::Message& message) {
@@ -197,7 +278,29 @@ void Router::HandleControl(const std::string& client, const protocol::Message& m
     ws.failed = w.failed;
     ws.last_seen_ms = static_cast<std::uint32_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_seen).count());
+    ws.weight = w.weight;
+    ws.ewma_ms = w.latency.ewma_ms();
+    ws.p50_ms = w.latency.PercentileMs(0.5);
+    ws.p99_ms = w.latency.PercentileMs(0.99);
     status.workers.push_back(std::move(ws));
+  }
+  std::map<std::string, protocol::ModelStatus> models;
+  for (const auto& [id, w] : workers_.workers()) {
+    for (const auto& m : w.models) {
+      auto& ms = models[m.name];
+      ms.name = m.name;
+      ++ms.workers;
+    }
+  }
+  for (const auto& [name, q] : queues_) {
+    auto& ms = models[name];
+    ms.name = name;
+    ms.queued = static_cast<std::uint32_t>(std::count_if(
+        q.ids.begin(), q.ids.end(), [this](std::uint64_t id) { return pending_.contains(id); }));
+  }
+  for (auto& [name, ms] : models) {
+    ms.policy = PolicyKindName(options_.ForModel(name).policy);
+    status.models.push_back(std::move(ms));
   }
   protocol::SendRouted(frontend_, client, Command::kReply, message.request_id,
                        protocol::Encode(status));
@@ -225,9 +328,17 @@ void Router::HandleWorkerMessage(const std::string& id, const protocol::Message&
       protocol::SendRouted(backend_, id, Command::kDisconnect, 0, {});
       return;
     }
-    spdlog::info("worker '{}' ready on {} with {} model(s), capacity {}", id, ready.device,
-                 ready.models.size(), ready.capacity);
-    Redispatch(workers_.Register(id, std::move(ready), now));
+    if (auto it = options_.worker_weights.find(id); it != options_.worker_weights.end()) {
+      ready.weight = it->second;
+    }
+    spdlog::info("worker '{}' ready on {} with {} model(s), capacity {}, weight {}", id,
+                 ready.device, ready.models.size(), ready.capacity, ready.weight);
+    const std::vector<std::uint64_t> orphans = workers_.Register(id, std::move(ready), now);
+    const WorkerState& worker = *workers_.Find(id);
+    RememberModels(worker, now);
+    std::vector<protocol::ModelInfo> models = worker.models;
+    Redispatch(orphans);
+    DrainQueues(std::move(models));
     return;
   }
   WorkerState* worker = workers_.Find(id);
@@ -259,17 +370,23 @@ void Router::HandleWorkerMessage(const std::string& id, const protocol::Message&
 void Router::HandleResult(WorkerState& worker, const protocol::Message& message) {
   worker.in_flight.erase(message.request_id);
   auto it = pending_.find(message.request_id);
-  // A late result for a request that timed out or was re-dispatched elsewhere:
-  // the client already has (or will get) its one reply.
-  if (it == pending_.end() || it->second.worker != worker.id) return;
-  if (message.command == Command::kReply) {
-    ++worker.completed;
-  } else {
-    ++worker.failed;
+  // A late result for a request that timed out or was re-dispatched elsewhere
+  // is dropped: the client already has (or will get) its one reply.
+  if (it != pending_.end() && it->second.worker == worker.id) {
+    if (message.command == Command::kReply) {
+      ++worker.completed;
+      const auto now = Clock::now();
+      worker.latency.Record(
+          std::chrono::duration_cast<std::chrono::microseconds>(now - it->second.sent_at), now);
+    } else {
+      ++worker.failed;
+    }
+    protocol::SendRouted(frontend_, it->second.client, message.command,
+                         it->second.client_request_id, message.body);
+    pending_.erase(it);
   }
-  protocol::SendRouted(frontend_, it->second.client, message.command, it->second.client_request_id,
-                       message.body);
-  pending_.erase(it);
+  // The worker has a free credit now: give it to whoever waits longest.
+  DrainQueues(worker.models);
 }
 
 void Router::Fail(std::uint64_t id, ErrorCode code, const std::string& message) {
@@ -300,13 +417,19 @@ void Router::SendError(const std::string& client, std::uint64_t request_id, Erro
                        protocol::Encode(protocol::ErrorBody{code, message}));
 }
 
-void Router::HeartbeatWorkers(Clock::time_point now) {
+void Router::PurgeSilentWorkers(Clock::time_point now) {
+  // Checked every loop, not every heartbeat, so a dead worker is out of
+  // dispatch liveness x interval after its last message, not a beat later.
   const auto silence = options_.heartbeat_interval * options_.liveness;
   for (const std::string& id : workers_.SilentSince(now - silence)) {
     DropWorker(id, "missed heartbeats");
   }
+}
+
+void Router::HeartbeatWorkers(Clock::time_point now) {
   std::vector<std::string> unreachable;
   for (const auto& [id, w] : workers_.workers()) {
+    RememberModels(w, now);
     if (!protocol::SendRouted(backend_, id, Command::kHeartbeat, 0, {})) {
       unreachable.push_back(id);
     }

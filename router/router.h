@@ -12,6 +12,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <queue>
 #include <string>
@@ -20,20 +22,13 @@
 #include <zmq.hpp>
 
 #include "common/error_code.h"
+#include "common/messages.h"
 #include "common/protocol.h"
 #include "router/policy.h"
+#include "router/router_options.h"
 #include "router/worker_registry.h"
 
 namespace ember::router {
-
-struct RouterOptions {
-  std::string frontend = "tcp://127.0.0.1:5555";  // clients connect here
-  std::string backend = "tcp://127.0.0.1:5556";   // workers connect here
-  std::chrono::milliseconds heartbeat_interval{1000};
-  int liveness = 3;  // heartbeats a worker may miss before it is dead
-  std::chrono::milliseconds default_timeout{30000};  // for requests without one
-  int max_attempts = 3;                              // dispatches of one request before it fails
-};
 
 class Router {
  public:
@@ -52,9 +47,16 @@ class Router {
     std::string model;
     std::uint32_t version = 0;
     std::string body;    // the request body, kept for re-dispatch
-    std::string worker;  // routing id of the worker it went to
+    std::string worker;  // routing id of the worker it went to; empty while queued
     Clock::time_point deadline;
+    Clock::time_point sent_at;  // of the current attempt, for latency
     int attempts = 0;
+  };
+
+  // Requests of one model waiting for a worker with credit, oldest first.
+  struct ModelQueue {
+    std::deque<std::uint64_t> ids;  // may hold ids already answered (skipped)
+    std::unique_ptr<Policy> policy;
   };
 
   void HandleFrontend();
@@ -64,9 +66,19 @@ class Router {
   void HandleWorkerMessage(const std::string& worker, const protocol::Message& message);
   void HandleResult(WorkerState& worker, const protocol::Message& message);
 
-  // Sends pending request `id` to a worker, or fails it. Returns false when
-  // the request was answered with an error instead.
-  bool Dispatch(std::uint64_t id);
+  // Sends pending request `id` to a worker, queues it until one has credit,
+  // or fails it with a typed error.
+  void Dispatch(std::uint64_t id);
+  // Sends queued requests of `model` while workers have credit.
+  void DrainQueue(const std::string& model);
+  void DrainQueues(std::vector<protocol::ModelInfo> models);
+  ModelQueue& QueueFor(const std::string& model);
+  // Whether requests for (model, version) may wait for a worker: some live
+  // worker serves it, or one did within model_retention.
+  bool Known(const std::string& model, std::uint32_t version, Clock::time_point now) const;
+  void RememberModels(const WorkerState& worker, Clock::time_point now);
+  // After the startup grace: fails queued requests for models nobody serves.
+  void FailUnknownQueued(Clock::time_point now);
   // Fails request `id` with a typed error and forgets it.
   void Fail(std::uint64_t id, ErrorCode code, const std::string& message);
   // Removes a worker and re-dispatches what it had in flight.
@@ -76,6 +88,7 @@ class Router {
   void SendError(const std::string& client, std::uint64_t request_id, ErrorCode code,
                  const std::string& message);
   void HeartbeatWorkers(Clock::time_point now);
+  void PurgeSilentWorkers(Clock::time_point now);
   void ExpireDeadlines(Clock::time_point now);
 
   RouterOptions options_;
@@ -83,7 +96,9 @@ class Router {
   zmq::socket_t frontend_;
   zmq::socket_t backend_;
   WorkerRegistry workers_;
-  std::unique_ptr<Policy> policy_;
+  std::unordered_map<std::string, ModelQueue> queues_;
+  // Last time each (model, version) had a live worker; version 0 = any.
+  std::map<std::pair<std::string, std::uint32_t>, Clock::time_point> model_seen_;
 
   std::uint64_t next_id_ = 1;
   std::uint64_t requests_ = 0;
@@ -92,6 +107,7 @@ class Router {
   using DeadlineEntry = std::pair<Clock::time_point, std::uint64_t>;
   std::priority_queue<DeadlineEntry, std::vector<DeadlineEntry>, std::greater<>> deadlines_;
   Clock::time_point next_heartbeat_;
+  Clock::time_point startup_grace_end_;  // Known() is lenient until then
 };
 
 }  // namespace ember::router

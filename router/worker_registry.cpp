@@ -25,6 +25,8 @@ std::vector<std::uint64_t> WorkerRegistry::Register(const std::string& id,
   w.id = id;
   w.device = std::move(ready.device);
   w.capacity = std::max<std::uint32_t>(ready.capacity, 1);
+  w.weight = ready.weight > 0 ? ready.weight : 1.0;
+  w.registered = now;
   w.models = std::move(ready.models);
   w.last_seen = now;
   return orphans;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/messages.h"
+#include "router/latency_tracker.h"
 
 namespace ember::router {
 
@@ -22,11 +23,19 @@ struct WorkerState {
   std::string id;  // the worker's ZeroMQ routing id
   std::string device;
   std::uint32_t capacity = 0;
+  double weight = 1.0;  // for weighted round robin and adaptive
   std::vector<protocol::ModelInfo> models;
   std::unordered_set<std::uint64_t> in_flight;  // router request ids sent to it
   std::uint64_t completed = 0;
   std::uint64_t failed = 0;
   Clock::time_point last_seen;
+  Clock::time_point registered;
+  LatencyTracker latency;
+
+  double error_rate() const {
+    const auto total = completed + failed;
+    return total == 0 ? 0.0 : static_cast<double>(failed) / static_cast<double>(total);
+  }
 
   bool Serves(std::string_view model, std::uint32_t version) const;
   bool HasCredit() const { return in_flight.size() < capacity; }

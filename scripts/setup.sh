@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config ccache git
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libcli11-dev libspdlog-dev
-  libutf8proc-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+  libutf8proc-dev nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev
   libtorch-dev python3-torch
   # Debian's LibTorch calls libblas.so.3; without OpenBLAS that resolves to
   # the reference BLAS, which is ~25x slower.

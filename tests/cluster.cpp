@@ -1,6 +1,7 @@
 #include "tests/cluster.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <fstream>
@@ -21,10 +22,19 @@ Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {
   dir_ = pattern;
   frontend_ = "ipc://" + (dir_ / "frontend").string();
   backend_ = "ipc://" + (dir_ / "backend").string();
+  StartRouter();
+  for (int i = 0; i < options_.workers; ++i) AddWorker("w" + std::to_string(i + 1));
+}
+
+void Cluster::StartRouter() {
   std::vector<std::string> argv = {RouterBinary(), "--frontend", frontend_, "--backend", backend_};
   argv.insert(argv.end(), options_.router_args.begin(), options_.router_args.end());
   router_ = std::make_unique<Process>(argv, (dir_ / "router.log").string());
-  for (int i = 0; i < options_.workers; ++i) AddWorker("w" + std::to_string(i + 1));
+}
+
+void Cluster::RestartRouter() {
+  router_->Signal(SIGKILL);
+  StartRouter();
 }
 
 void Cluster::AddWorker(const std::string& id) {

@@ -37,11 +37,15 @@ class Cluster {
   Process& worker(std::size_t i) { return *workers_.at(i); }
   // Starts one more worker with routing id `id`.
   void AddWorker(const std::string& id);
+  // Kills the router with SIGKILL and starts a new one on the same endpoints.
+  void RestartRouter();
 
   // Prints every process log to stderr (used when a test fails).
   void DumpLogs() const;
 
  private:
+  void StartRouter();
+
   ClusterOptions options_;
   std::filesystem::path dir_;
   std::string frontend_, backend_;

@@ -146,12 +146,13 @@ TEST(MessagesTest, ErrorBodyRoundTripsEveryCode) {
 }
 
 TEST(MessagesTest, ReadyAndStatusRoundTrip) {
-  ReadyBody ready{"cuda:1", 64, {{"a", 1, 384}, {"b", 7, 768}}};
+  ReadyBody ready{"cuda:1", 64, 2.5, {{"a", 1, 384}, {"b", 7, 768}}};
   ReadyBody r;
   std::string error;
   ASSERT_TRUE(Decode(Encode(ready), &r, &error)) << error;
   EXPECT_EQ(r.device, "cuda:1");
   EXPECT_EQ(r.capacity, 64u);
+  EXPECT_EQ(r.weight, 2.5);
   ASSERT_EQ(r.models.size(), 2u);
   EXPECT_EQ(r.models[1].name, "b");
   EXPECT_EQ(r.models[1].version, 7u);
@@ -160,13 +161,18 @@ TEST(MessagesTest, ReadyAndStatusRoundTrip) {
   StatusReply status;
   status.router_version = "x";
   status.requests = 12;
-  status.workers.push_back({"w", "cpu", ready.models, 8, 3, 100, 2, 250});
+  status.workers.push_back({"w", "cpu", ready.models, 8, 3, 100, 2, 250, 1.5, 4.25, 4.0, 9.5});
+  status.models.push_back({"a", "adaptive", 17, 1});
   StatusReply s;
   ASSERT_TRUE(Decode(Encode(status), &s, &error)) << error;
   ASSERT_EQ(s.workers.size(), 1u);
   EXPECT_EQ(s.workers[0].completed, 100u);
   EXPECT_EQ(s.workers[0].last_seen_ms, 250u);
   EXPECT_EQ(s.workers[0].models.size(), 2u);
+  EXPECT_EQ(s.workers[0].p99_ms, 9.5);
+  ASSERT_EQ(s.models.size(), 1u);
+  EXPECT_EQ(s.models[0].policy, "adaptive");
+  EXPECT_EQ(s.models[0].queued, 17u);
 }
 
 TEST(MessagesTest, RejectsMalformedBodies) {

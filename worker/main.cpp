@@ -55,6 +55,13 @@ int main(int argc, char** argv) {
   app.add_option("--capacity", options.capacity, "requests in flight the router may send")
       ->check(CLI::Range(1, 1'000'000))
       ->capture_default_str();
+  app.add_option("--weight", options.weight, "relative speed, for weighted balancing")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--slowdown", options.slowdown,
+                 "make each batch take this many times as long (emulates slower hardware)")
+      ->check(CLI::Range(1.0, 1000.0))
+      ->capture_default_str();
   app.add_option("--max-batch-texts", options.max_batch_texts, "texts per inference batch")
       ->check(CLI::Range(1, 65'536))
       ->capture_default_str();

@@ -21,11 +21,12 @@ void SendError(zmq::socket_t& results, std::uint64_t request_id, ErrorCode code,
 
 ModelRunner::ModelRunner(std::string worker_id, protocol::ModelInfo info,
                          std::unique_ptr<Backend> backend, zmq::context_t& context,
-                         std::string results_endpoint, std::size_t max_batch_texts)
+                         std::string results_endpoint, std::size_t max_batch_texts, double slowdown)
     : worker_id_(std::move(worker_id)),
       info_(std::move(info)),
       backend_(std::move(backend)),
-      max_batch_texts_(std::max<std::size_t>(max_batch_texts, 1)) {
+      max_batch_texts_(std::max<std::size_t>(max_batch_texts, 1)),
+      slowdown_(std::max(slowdown, 1.0)) {
   thread_ = std::thread(
       [this, &context, endpoint = std::move(results_endpoint)] { Loop(context, endpoint); });
 }
@@ -82,7 +83,12 @@ void ModelRunner::RunBatch(std::vector<Job>& jobs, zmq::socket_t& results) {
     for (auto& t : job.request.inputs) texts.push_back(std::move(t));
   }
   try {
+    const auto start = std::chrono::steady_clock::now();
     const std::vector<float> vectors = backend_->Embed(texts, jobs.front().request.truncate);
+    const auto took = std::chrono::steady_clock::now() - start;
+    spdlog::debug("model {}: {} texts in {} us", info_.name, texts.size(),
+                  std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+    if (slowdown_ > 1.0) std::this_thread::sleep_for(took * (slowdown_ - 1.0));
     const std::size_t dim = static_cast<std::size_t>(backend_->dim());
     std::size_t row = 0;
     for (const auto& job : jobs) {

@@ -32,7 +32,8 @@ class ModelRunner {
  public:
   // `results_endpoint` is an inproc endpoint in `context` bound by the caller.
   ModelRunner(std::string worker_id, protocol::ModelInfo info, std::unique_ptr<Backend> backend,
-              zmq::context_t& context, std::string results_endpoint, std::size_t max_batch_texts);
+              zmq::context_t& context, std::string results_endpoint, std::size_t max_batch_texts,
+              double slowdown = 1.0);
   ~ModelRunner();  // runs the jobs already queued, then joins the thread
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
@@ -52,6 +53,7 @@ class ModelRunner {
   const protocol::ModelInfo info_;
   const std::unique_ptr<Backend> backend_;
   const std::size_t max_batch_texts_;
+  const double slowdown_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -15,7 +15,6 @@ using Clock = std::chrono::steady_clock;
 using protocol::Command;
 
 constexpr char kResultsEndpoint[] = "inproc://ember-worker-results";
-constexpr std::chrono::milliseconds kMaxReconnectDelay{32'000};
 
 // Returns the index of the first input that is not valid UTF-8, or -1.
 int FirstInvalidUtf8(const std::vector<std::string>& inputs) {
@@ -45,7 +44,7 @@ Worker::Worker(WorkerOptions options, std::vector<LoadedModel> models)
     m.info.dim = static_cast<std::uint32_t>(m.backend->dim());
     runners_.push_back(std::make_unique<ModelRunner>(options_.id, m.info, std::move(m.backend),
                                                      context_, kResultsEndpoint,
-                                                     options_.max_batch_texts));
+                                                     options_.max_batch_texts, options_.slowdown));
   }
 }
 
@@ -70,6 +69,7 @@ void Worker::SendReady() {
   protocol::ReadyBody ready;
   ready.device = options_.device;
   ready.capacity = options_.capacity;
+  ready.weight = options_.weight;
   for (const auto& r : runners_) ready.models.push_back(r->info());
   protocol::SendDealt(*router_, Command::kReady, 0, protocol::Encode(ready));
   spdlog::info("worker '{}' registering with router {}", options_.id, options_.router);
@@ -99,7 +99,9 @@ void Worker::Run(const std::atomic<bool>& stop) {
            waited += tick) {
         std::this_thread::sleep_for(tick);
       }
-      reconnect_delay_ = std::min(reconnect_delay_ * 2, kMaxReconnectDelay);
+      // Paranoid Pirate doubles up to 32 s; we cap at two heartbeats so that
+      // a restarted router has its workers back within a few heartbeats.
+      reconnect_delay_ = std::min(reconnect_delay_ * 2, options_.heartbeat_interval * 2);
       Connect();
     }
     if (now >= next_heartbeat) {

@@ -26,6 +26,10 @@ struct WorkerOptions {
   std::string id;  // ZeroMQ routing id; must be unique in the cluster
   std::string device = "cpu";
   std::uint32_t capacity = 256;  // requests in flight the router may send
+  double weight = 1.0;           // relative speed announced to the router
+  // Makes every batch take `slowdown` times as long (by sleeping), to emulate
+  // slower hardware in balancing benchmarks and tests. 1 = off.
+  double slowdown = 1.0;
   std::size_t max_batch_texts = 32;
   std::chrono::milliseconds heartbeat_interval{1000};
   int liveness = 3;  // heartbeats the router may miss before we reconnect

@@ -1,0 +1,55 @@
+#include "router/latency_tracker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace ember::router {
+namespace {
+
+constexpr double kEwmaWeight = 0.2;
+
+double Millis(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+}  // namespace
+
+LatencyTracker::LatencyTracker(std::chrono::milliseconds decay)
+    : decay_ms_(static_cast<double>(std::max<std::int64_t>(decay.count(), 1))) {}
+
+void LatencyTracker::Record(std::chrono::microseconds latency, Clock::time_point now) {
+  const double ms = latency.count() / 1000.0;
+  ewma_ms_ = samples_ == 0 ? ms : ewma_ms_ + kEwmaWeight * (ms - ewma_ms_);
+  // Peak EWMA: a slower sample takes effect at once; a faster one is blended
+  // in with a weight that grows with the time since the last sample.
+  const double current = PeakEwmaMs(now);
+  if (samples_ == 0 || ms > current) {
+    peak_ms_ = ms;
+  } else {
+    const double w = std::exp(-Millis(now - peak_at_) / decay_ms_);
+    peak_ms_ = current * w + ms * (1 - w);
+  }
+  peak_at_ = now;
+  window_[samples_ % kWindow] = static_cast<float>(ms);
+  ++samples_;
+}
+
+double LatencyTracker::PeakEwmaMs(Clock::time_point now) const {
+  if (samples_ == 0) return 0;
+  // Without new samples the peak decays towards the plain EWMA, so a worker
+  // that was slow once is tried again eventually.
+  const double w = std::exp(-std::max(0.0, Millis(now - peak_at_)) / decay_ms_);
+  return ewma_ms_ + (peak_ms_ - ewma_ms_) * w;
+}
+
+double LatencyTracker::PercentileMs(double q) const {
+  const std::size_t n = std::min(samples_, kWindow);
+  if (n == 0) return 0;
+  std::vector<float> sorted(window_.begin(), window_.begin() + n);
+  const auto k = static_cast<std::size_t>(std::clamp(q, 0.0, 1.0) * (n - 1) + 0.5);
+  std::nth_element(sorted.begin(), sorted.begin() + k, sorted.end());
+  return sorted[k];
+}
+
+}  // namespace ember::router

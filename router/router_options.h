@@ -1,0 +1,47 @@
+// The router's settings: defaults here, overridden by a TOML file
+// (config/router.toml documents every key), overridden by command-line flags.
+#ifndef EMBER_ROUTER_ROUTER_OPTIONS_H_
+#define EMBER_ROUTER_ROUTER_OPTIONS_H_
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "router/policy.h"
+
+namespace ember::router {
+
+struct ModelOptions {
+  PolicyKind policy = PolicyKind::kAdaptive;
+  std::size_t max_queue = 1024;  // requests waiting for worker credit
+};
+
+struct RouterOptions {
+  std::string frontend = "tcp://127.0.0.1:5555";  // clients connect here
+  std::string backend = "tcp://127.0.0.1:5556";   // workers connect here
+  std::chrono::milliseconds heartbeat_interval{1000};
+  int liveness = 3;  // heartbeats a worker may miss before it is dead
+  std::chrono::milliseconds default_timeout{30000};  // for requests without one
+  int max_attempts = 3;                              // dispatches of one request before it fails
+  // How long requests for a model wait (queued) after its last worker left,
+  // before new ones are refused as UNKNOWN_MODEL.
+  std::chrono::milliseconds model_retention{60000};
+  ModelOptions model_defaults;
+  std::map<std::string, ModelOptions, std::less<>> models;    // per-model overrides
+  std::map<std::string, double, std::less<>> worker_weights;  // by worker id
+
+  const ModelOptions& ForModel(std::string_view model) const {
+    auto it = models.find(model);
+    return it == models.end() ? model_defaults : it->second;
+  }
+};
+
+// Reads a router TOML file into *options (keys absent from the file keep
+// their current values). Throws std::runtime_error naming the file and key.
+void LoadRouterConfig(const std::filesystem::path& path, RouterOptions* options);
+
+}  // namespace ember::router
+
+#endif  // EMBER_ROUTER_ROUTER_OPTIONS_H_

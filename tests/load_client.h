@@ -1,0 +1,51 @@
+// Drives a cluster with concurrent pipelined clients and checks every reply
+// against reference vectors: the shared core of the cluster and fault tests.
+#ifndef EMBER_TESTS_LOAD_CLIENT_H_
+#define EMBER_TESTS_LOAD_CLIENT_H_
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/error_code.h"
+
+namespace ember::testing {
+
+// Texts and the vectors the model gives for each alone (from the generator).
+struct Reference {
+  std::vector<std::string> texts;
+  std::vector<std::vector<float>> vectors;
+};
+Reference LoadTinyReference();
+
+struct LoadOptions {
+  std::string model = "tiny";
+  int clients = 8;
+  int requests_per_client = 125;
+  int window = 4;  // requests in flight per client
+  std::uint32_t timeout_ms = 60'000;
+  std::chrono::seconds limit{120};  // hard bound on the whole run
+};
+
+struct LoadResult {
+  int sent = 0;
+  int replies = 0;     // REPLY with the right number of vectors
+  int wrong = 0;       // vectors that differ from the reference, or foreign ids
+  int duplicates = 0;  // second answers to one request
+  int missing = 0;     // requests never answered within the limit
+  std::map<ErrorCode, int> errors;
+  std::map<std::string, int> served_by;  // worker id -> replies
+  int error_count() const;
+};
+
+// Runs `options.clients` threads, each with its own DEALER socket keeping
+// `window` requests of 1-3 reference texts in flight. `answered` (if given)
+// counts answers as they arrive, so a test can act mid-run.
+LoadResult RunLoad(const std::string& frontend, const Reference& reference,
+                   const LoadOptions& options, std::atomic<int>* answered = nullptr);
+
+}  // namespace ember::testing
+
+#endif  // EMBER_TESTS_LOAD_CLIENT_H_
