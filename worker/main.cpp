@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "common/shutdown_signal.h"
-#include "worker/torchscript_backend.h"
+#include "worker/model_loader.h"
 #include "worker/worker.h"
 
 namespace {
@@ -44,10 +44,16 @@ int main(int argc, char** argv) {
   std::vector<std::string> model_flags;
   int threads = 0;
   CLI::App app{"ember-worker: runs embedding models for an ember router"};
+  // A flag given twice takes its last value, so wrappers (systemd units,
+  // scripts) can append overrides.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_config("--config", "", "TOML file with the same keys as the long flags");
   app.add_option("--router", options.router, "router backend endpoint")->capture_default_str();
   app.add_option("--device", options.device, "cpu or cuda:N")->capture_default_str();
-  app.add_option("--model", model_flags, "NAME[:VERSION]=PATH of a model to serve (repeatable)")
+  app.add_option("--model", model_flags,
+                 "NAME[:VERSION]=PATH of a model to serve (repeatable): a HuggingFace / "
+                 "sentence-transformers folder or a TorchScript file")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->required();
   app.add_option("--id", options.id, "routing id (default: host/device/pid)");
   app.add_option("--threads", threads, "LibTorch intra-op threads (0: LibTorch's default)")
@@ -82,13 +88,13 @@ int main(int argc, char** argv) {
 
   ember::ShutdownSignal shutdown;
   try {
-    ember::worker::SetTorchThreads(threads);
     std::vector<ember::worker::LoadedModel> models;
     for (const auto& text : model_flags) {
       ModelFlag flag = ParseModelFlag(text);
       spdlog::info("loading model {} version {} from {} on {}", flag.info.name, flag.info.version,
                    flag.path, options.device);
-      auto backend = ember::worker::LoadTorchScriptBackend(flag.path, {.device = options.device});
+      auto backend =
+          ember::worker::LoadBackend(flag.path, {.device = options.device, .threads = threads});
       spdlog::info("model {} ready: dim {}", flag.info.name, backend->dim());
       models.push_back({flag.info, std::move(backend)});
     }

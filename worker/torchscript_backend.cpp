@@ -12,14 +12,23 @@ namespace {
 
 class TorchScriptBackend final : public Backend {
  public:
-  TorchScriptBackend(torch::jit::Module module, torch::Device device)
-      : module_(std::move(module)), device_(device) {}
+  TorchScriptBackend(torch::jit::Module module, torch::Device device, int threads)
+      : module_(std::move(module)), device_(device), threads_(threads) {}
 
   std::int64_t dim() const override { return dim_; }
 
   std::vector<float> Embed(std::span<const std::string> texts, bool /*truncate*/) override {
     // Modules that tokenize for themselves always truncate to their own
     // maximum length; the truncate flag applies to tokenizer-driven models.
+    if (threads_ > 0) {
+      // The thread count is an OpenMP setting of the calling thread, and the
+      // model runs on the runner's thread, not the one that loaded it.
+      thread_local int applied = 0;
+      if (applied != threads_) {
+        at::set_num_threads(threads_);
+        applied = threads_;
+      }
+    }
     torch::InferenceMode inference;
     c10::List<std::string> list;
     list.reserve(texts.size());
@@ -48,6 +57,7 @@ class TorchScriptBackend final : public Backend {
  private:
   torch::jit::Module module_;
   torch::Device device_;
+  int threads_;
   std::int64_t dim_ = 0;
 };
 
@@ -70,7 +80,7 @@ std::unique_ptr<Backend> LoadTorchScriptBackend(const std::filesystem::path& pat
     if (!module.find_method("tokenize")) {
       throw std::runtime_error("module has no tokenize(texts) method");
     }
-    auto backend = std::make_unique<TorchScriptBackend>(std::move(module), device);
+    auto backend = std::make_unique<TorchScriptBackend>(std::move(module), device, options.threads);
     backend->Warm();
     return backend;
   } catch (const c10::Error& e) {
@@ -78,10 +88,6 @@ std::unique_ptr<Backend> LoadTorchScriptBackend(const std::filesystem::path& pat
   } catch (const std::exception& e) {
     throw std::runtime_error(where + e.what());
   }
-}
-
-void SetTorchThreads(int threads) {
-  if (threads > 0) at::set_num_threads(threads);
 }
 
 }  // namespace ember::worker

@@ -19,6 +19,7 @@ namespace ember::worker {
 
 struct TorchOptions {
   std::string device = "cpu";  // "cpu" or "cuda:N"
+  int threads = 0;             // intra-op threads of the thread that runs it; 0: leave
 };
 
 // Loads and warms up a TorchScript module. Throws std::runtime_error with a
@@ -26,9 +27,6 @@ struct TorchOptions {
 // device unavailable).
 std::unique_ptr<Backend> LoadTorchScriptBackend(const std::filesystem::path& path,
                                                 const TorchOptions& options);
-
-// Sets LibTorch's intra-op thread count for this process (0 leaves it).
-void SetTorchThreads(int threads);
 
 }  // namespace ember::worker
 

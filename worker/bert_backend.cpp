@@ -1,0 +1,78 @@
+#include "worker/bert_backend.h"
+
+#include <stdexcept>
+
+#include "common/error_code.h"
+#include "worker/wordpiece_tokenizer.h"
+
+namespace ember::worker {
+namespace {
+
+class BertBackend final : public Backend {
+ public:
+  BertBackend(WordPieceTokenizer tokenizer, std::unique_ptr<BertModel> model)
+      : tokenizer_(std::move(tokenizer)),
+        model_(std::move(model)),
+        max_length_(static_cast<std::size_t>(model_->max_length())) {}
+
+  std::int64_t dim() const override { return model_->dim(); }
+
+  std::vector<float> Embed(std::span<const std::string> texts, bool truncate) override {
+    std::vector<std::vector<std::int32_t>> ids;
+    ids.reserve(texts.size());
+    for (std::size_t i = 0; i < texts.size(); ++i) ids.push_back(Tokenize(texts[i], truncate, i));
+    return model_->Embed(ids);
+  }
+
+ private:
+  // The tokenizer's own limit may exceed the model's (512 vs a
+  // sentence-transformers max_seq_length of 256): cut to the model's, keeping
+  // [SEP] last, exactly as truncating to it in the tokenizer would.
+  std::vector<std::int32_t> Tokenize(const std::string& text, bool truncate, std::size_t index) {
+    std::vector<std::int32_t> ids;
+    try {
+      ids = tokenizer_.Encode(text, truncate).ids;
+    } catch (const TokenizerError& e) {
+      const ErrorCode code =
+          e.code() == TokenizerErrorCode::kTooLong ? ErrorCode::kTooLong : ErrorCode::kBadRequest;
+      throw Error(code, "input " + std::to_string(index) + ": " + e.what());
+    }
+    if (ids.size() > max_length_) {
+      if (!truncate) {
+        throw Error(ErrorCode::kTooLong,
+                    "input " + std::to_string(index) + " has " + std::to_string(ids.size()) +
+                        " tokens; the model takes at most " + std::to_string(max_length_));
+      }
+      const std::int32_t sep = ids.back();
+      ids.resize(max_length_ - 1);
+      ids.push_back(sep);
+    }
+    return ids;
+  }
+
+  WordPieceTokenizer tokenizer_;
+  std::unique_ptr<BertModel> model_;
+  std::size_t max_length_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir,
+                                         const BertOptions& options) {
+  auto model = BertModel::Load(dir, options);
+  WordPieceTokenizer tokenizer = [&] {
+    try {
+      return WordPieceTokenizer::FromDirectory(dir);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("model '" + dir.string() + "': tokenizer: " + e.what());
+    }
+  }();
+  if (tokenizer.vocab_size() > static_cast<std::size_t>(model->vocab_size())) {
+    throw std::runtime_error("model '" + dir.string() + "': tokenizer has " +
+                             std::to_string(tokenizer.vocab_size()) + " tokens but the model " +
+                             std::to_string(model->vocab_size()));
+  }
+  return std::make_unique<BertBackend>(std::move(tokenizer), std::move(model));
+}
+
+}  // namespace ember::worker

@@ -1,0 +1,73 @@
+// BERT-family text encoder (BertModel + sentence-transformers pooling) on LibTorch.
+//
+// Loads a HuggingFace-style folder as downloaded from sentence-transformers
+// (e.g. all-MiniLM-L6-v2): config.json, model.safetensors (F32/F16/BF16; stored
+// weights are converted to float32) and, if present, modules.json,
+// 1_Pooling/config.json and sentence_bert_config.json. Tensor names may carry a
+// "bert." prefix; the pooler is optional and unused.
+//
+// This header is free of LibTorch so that including it stays cheap.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ember::worker {
+
+enum class Pooling {
+  kAuto,  // the folder's sentence-transformers pooling config; mean if there is none
+  kMean,  // mean over non-padding tokens (sentence-transformers "mean_tokens")
+  kCls,   // the first token's ([CLS]) last hidden state
+};
+
+struct BertOptions {
+  std::string device = "cpu";  // anything torch::Device parses: "cpu", "cuda", "cuda:1"
+  Pooling pooling = Pooling::kAuto;
+  bool normalize = true;  // L2-normalise each embedding
+  // > 0: at::set_num_threads(threads) when loading and, once per thread, in every
+  // thread that calls Embed (the OpenMP part of the setting is per thread). 0: leave as is.
+  int threads = 0;
+};
+
+class BertModel {
+ public:
+  // Throws std::runtime_error with a message naming the file / tensor at fault if
+  // the folder is incomplete or inconsistent (missing file or tensor, wrong shape,
+  // unsupported dtype or activation, truncated file, bad JSON), or if the device
+  // is unavailable.
+  static std::unique_ptr<BertModel> Load(const std::filesystem::path& dir,
+                                         const BertOptions& options = {});
+
+  ~BertModel();
+  BertModel(const BertModel&) = delete;
+  BertModel& operator=(const BertModel&) = delete;
+
+  // ids: one token-id sequence per text, already framed as [CLS] ... [SEP] and at
+  // most max_position_embeddings long. Sequences are padded to the longest one in
+  // the call and masked, so results do not depend on how texts are batched (up to
+  // float rounding). Returns row-major float32 [ids.size() x dim()].
+  // Throws std::invalid_argument for an empty or too long sequence or an id
+  // outside [0, vocab_size). Safe to call concurrently from several threads.
+  std::vector<float> Embed(const std::vector<std::vector<int32_t>>& ids) const;
+
+  int64_t dim() const;  // hidden_size
+  // Longest input to feed: sentence_bert_config.json max_seq_length if present
+  // (capped by max_position_embeddings), else max_position_embeddings.
+  int64_t max_length() const;
+  // Hard limit accepted by Embed: max_position_embeddings.
+  int64_t max_position_embeddings() const;
+  int64_t vocab_size() const;
+  Pooling pooling() const;  // resolved, never kAuto
+  bool normalize() const;
+  std::string device() const;
+
+ private:
+  struct Impl;
+  explicit BertModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ember::worker
