@@ -47,6 +47,8 @@ class Embeddings {
   const std::string& model() const { return reply_.model; }
   std::uint32_t version() const { return reply_.version; }
   const std::string& worker() const { return reply_.worker; }
+  // Texts in the largest worker batch that computed these (batching insight).
+  std::uint32_t batch_size() const { return reply_.batch_size; }
 
  private:
   protocol::EmbedReply reply_;

@@ -141,12 +141,13 @@ bool Decode(std::string_view bytes, EmbedRequest* out, std::string* error) {
 std::string Encode(const EmbedReply& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(6);
+  pk.pack_map(7);
   PackField(pk, "model", body.model);
   PackField(pk, "version", body.version);
   PackField(pk, "worker", body.worker);
   PackField(pk, "dim", body.dim);
   PackField(pk, "count", body.count);
+  PackField(pk, "batch_size", body.batch_size);
   // The vectors go as one bin of raw little-endian float32: packing them as a
   // msgpack float array costs ~100x more CPU on both ends.
   const auto bytes = static_cast<std::uint32_t>(body.data.size() * sizeof(float));
@@ -164,7 +165,8 @@ bool Decode(std::string_view bytes, EmbedReply* out, std::string* error) {
       !Read(map, "version", &out->version, Need::kOptional, error) ||
       !Read(map, "worker", &out->worker, Need::kOptional, error) ||
       !Read(map, "dim", &out->dim, Need::kRequired, error) ||
-      !Read(map, "count", &out->count, Need::kRequired, error)) {
+      !Read(map, "count", &out->count, Need::kRequired, error) ||
+      !Read(map, "batch_size", &out->batch_size, Need::kOptional, error)) {
     return false;
   }
   const msgpack::object* data = Find(map, "data");

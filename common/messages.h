@@ -34,6 +34,7 @@ struct EmbedReply {
   std::string worker;  // which worker computed it (for operators and tests)
   std::uint32_t dim = 0;
   std::uint32_t count = 0;
+  std::uint32_t batch_size = 0;  // texts in the largest batch that computed these
   std::vector<float> data;
 };
 

@@ -62,15 +62,14 @@ int main(int argc, char** argv) {
                  "requests per model waiting for worker credit before OVERLOADED")
       ->check(CLI::Range(0, 10'000'000))
       ->capture_default_str();
-  std::string log_level = "info";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+  app.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
   options.default_timeout = std::chrono::milliseconds(timeout_ms);
   // The default only: models with a [models.NAME] table keep their policy.
   options.model_defaults.policy = *ember::router::ParsePolicyKind(policy);
-  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
 
   ember::ShutdownSignal shutdown;
   try {

@@ -31,6 +31,7 @@ struct RouterOptions {
   ModelOptions model_defaults;
   std::map<std::string, ModelOptions, std::less<>> models;    // per-model overrides
   std::map<std::string, double, std::less<>> worker_weights;  // by worker id
+  std::string log_level = "info";
 
   const ModelOptions& ForModel(std::string_view model) const {
     auto it = models.find(model);

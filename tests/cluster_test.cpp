@@ -52,6 +52,8 @@ TEST_F(ClusterTest, ThousandConcurrentRequestsGetExactlyOneCorrectReply) {
   EXPECT_EQ(load.duplicates, 0);
   EXPECT_EQ(load.error_count(), 0);
   EXPECT_EQ(load.wrong, 0);
+  // The vectors above equal each text's alone, and yet texts were batched.
+  EXPECT_GT(load.largest_batch, 1u);
   // Both workers take a fair share.
   ASSERT_EQ(load.served_by.size(), 2u);
   for (const auto& [w, k] : load.served_by) EXPECT_GT(k, 250) << w;

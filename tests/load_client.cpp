@@ -87,6 +87,7 @@ LoadResult RunClient(int c, const std::string& frontend, const Reference& refere
           }
           ++result.replies;
           ++result.served_by[reply.worker];
+          result.largest_batch = std::max(result.largest_batch, reply.batch_size);
         }
       }
       outstanding.erase(it);
@@ -133,6 +134,7 @@ LoadResult RunLoad(const std::string& frontend, const Reference& reference,
     total.missing += r.missing;
     for (const auto& [code, k] : r.errors) total.errors[code] += k;
     for (const auto& [w, k] : r.served_by) total.served_by[w] += k;
+    total.largest_batch = std::max(total.largest_batch, r.largest_batch);
   }
   return total;
 }

@@ -37,6 +37,7 @@ struct LoadResult {
   int missing = 0;     // requests never answered within the limit
   std::map<ErrorCode, int> errors;
   std::map<std::string, int> served_by;  // worker id -> replies
+  std::uint32_t largest_batch = 0;       // texts in the largest batch a reply came from
   int error_count() const;
 };
 

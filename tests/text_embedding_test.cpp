@@ -5,9 +5,11 @@
 // forward pass, each text alone).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "client/client.h"
 #include "tests/cluster.h"
@@ -82,6 +84,44 @@ TEST_F(TextEmbeddingTest, OneBatchOfAllTextsMatchesReference) {
     EXPECT_NEAR(std::sqrt(norm), 1.0, 1e-4);
   }
   RecordProperty("min_cosine", std::to_string(worst));
+}
+
+// Concurrent clients make the worker batch texts of different lengths
+// together; every vector must still equal the text's own, unbatched one.
+TEST_F(TextEmbeddingTest, ConcurrentBatchedResultsEqualUnbatched) {
+  constexpr int kClients = 8, kRequests = 12;
+  std::atomic<int> bad{0}, failed{0};
+  std::atomic<std::uint32_t> largest_batch{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      Client client(cluster_->frontend());
+      for (int r = 0; r < kRequests; ++r) {
+        std::vector<std::size_t> picks;
+        for (int t = 0; t <= r % 3; ++t) {
+          picks.push_back((c * 7 + r * 5 + t * 3) % reference_.texts.size());
+        }
+        std::vector<std::string> texts;
+        for (auto p : picks) texts.push_back(reference_.texts[p]);
+        try {
+          const Embeddings e = client.Embed("minilm", texts, {.timeout = std::chrono::seconds(60)});
+          for (std::size_t i = 0; i < picks.size(); ++i) {
+            if (Cosine(e[i], reference_.vectors[picks[i]]) < 0.9999) ++bad;
+          }
+          std::uint32_t seen = largest_batch;
+          while (e.batch_size() > seen &&
+                 !largest_batch.compare_exchange_weak(seen, e.batch_size())) {
+          }
+        } catch (const Error&) {
+          ++failed;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(bad, 0);
+  EXPECT_GT(largest_batch.load(), 1u) << "no batching happened";
 }
 
 TEST_F(TextEmbeddingTest, TruncationIsAPerRequestChoice) {

@@ -1,12 +1,16 @@
-// The seam between the worker and a model runtime. A Backend turns a batch of
-// texts into vectors; everything about tensors, devices and tokenizers lives
-// behind it, so the worker's socket and batching code never sees LibTorch.
+// The seam between the worker and a model runtime. A Backend turns text into
+// token ids and batches of token ids into vectors; everything about tensors,
+// devices and vocabularies lives behind it, so the worker's socket and
+// batching code never sees LibTorch.
+//
+// Tokenize and Embed are separate so that the batcher knows each text's
+// length before it forms a batch, and so that tokenizing the next batch
+// overlaps running the current one.
 #ifndef EMBER_WORKER_BACKEND_H_
 #define EMBER_WORKER_BACKEND_H_
 
 #include <cstdint>
-#include <span>
-#include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember::worker {
@@ -18,11 +22,14 @@ class Backend {
   // Length of each output vector.
   virtual std::int64_t dim() const = 0;
 
-  // Embeds `texts` as one batch and returns row-major float32
-  // [texts.size() x dim()]. Throws ember::Error (BAD_REQUEST, TOO_LONG) for
-  // inputs it rejects; any other exception is an internal failure. Called
-  // from one thread at a time.
-  virtual std::vector<float> Embed(std::span<const std::string> texts, bool truncate) = 0;
+  // Token ids of one text, ready for Embed. `truncate` false makes an
+  // over-long text an error. Throws ember::Error (BAD_REQUEST, TOO_LONG).
+  // Thread-safe, and may run while another thread is in Embed.
+  virtual std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const = 0;
+
+  // Embeds sequences from Tokenize as one batch: row-major float32
+  // [ids.size() x dim()]. Called from one thread at a time.
+  virtual std::vector<float> Embed(const std::vector<std::vector<std::int32_t>>& ids) = 0;
 };
 
 }  // namespace ember::worker

@@ -17,31 +17,23 @@ class BertBackend final : public Backend {
 
   std::int64_t dim() const override { return model_->dim(); }
 
-  std::vector<float> Embed(std::span<const std::string> texts, bool truncate) override {
-    std::vector<std::vector<std::int32_t>> ids;
-    ids.reserve(texts.size());
-    for (std::size_t i = 0; i < texts.size(); ++i) ids.push_back(Tokenize(texts[i], truncate, i));
-    return model_->Embed(ids);
-  }
-
- private:
   // The tokenizer's own limit may exceed the model's (512 vs a
   // sentence-transformers max_seq_length of 256): cut to the model's, keeping
   // [SEP] last, exactly as truncating to it in the tokenizer would.
-  std::vector<std::int32_t> Tokenize(const std::string& text, bool truncate, std::size_t index) {
+  std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
     std::vector<std::int32_t> ids;
     try {
       ids = tokenizer_.Encode(text, truncate).ids;
     } catch (const TokenizerError& e) {
       const ErrorCode code =
           e.code() == TokenizerErrorCode::kTooLong ? ErrorCode::kTooLong : ErrorCode::kBadRequest;
-      throw Error(code, "input " + std::to_string(index) + ": " + e.what());
+      throw Error(code, e.what());
     }
     if (ids.size() > max_length_) {
       if (!truncate) {
-        throw Error(ErrorCode::kTooLong,
-                    "input " + std::to_string(index) + " has " + std::to_string(ids.size()) +
-                        " tokens; the model takes at most " + std::to_string(max_length_));
+        throw Error(ErrorCode::kTooLong, "text has " + std::to_string(ids.size()) +
+                                             " tokens; the model takes at most " +
+                                             std::to_string(max_length_));
       }
       const std::int32_t sep = ids.back();
       ids.resize(max_length_ - 1);
@@ -50,6 +42,11 @@ class BertBackend final : public Backend {
     return ids;
   }
 
+  std::vector<float> Embed(const std::vector<std::vector<std::int32_t>>& ids) override {
+    return model_->Embed(ids);
+  }
+
+ private:
   WordPieceTokenizer tokenizer_;
   std::unique_ptr<BertModel> model_;
   std::size_t max_length_;

@@ -4,31 +4,22 @@
 
 #include <zmq_addon.hpp>
 
-#include "common/error_code.h"
 #include "common/protocol.h"
 
 namespace ember::worker {
-namespace {
-
-void SendError(zmq::socket_t& results, std::uint64_t request_id, ErrorCode code,
-               const std::string& message) {
-  zmq::send_multipart(results,
-                      protocol::Encode(protocol::Command::kError, request_id,
-                                       protocol::Encode(protocol::ErrorBody{code, message})));
-}
-
-}  // namespace
 
 ModelRunner::ModelRunner(std::string worker_id, protocol::ModelInfo info,
                          std::unique_ptr<Backend> backend, zmq::context_t& context,
-                         std::string results_endpoint, std::size_t max_batch_texts, double slowdown)
+                         std::string results_endpoint, RunnerOptions options)
     : worker_id_(std::move(worker_id)),
       info_(std::move(info)),
       backend_(std::move(backend)),
-      max_batch_texts_(std::max<std::size_t>(max_batch_texts, 1)),
-      slowdown_(std::max(slowdown, 1.0)) {
-  thread_ = std::thread(
-      [this, &context, endpoint = std::move(results_endpoint)] { Loop(context, endpoint); });
+      slowdown_(std::max(options.slowdown, 1.0)),
+      batcher_(std::move(options.batcher)) {
+  scheduler_ =
+      std::thread([this, &context, results_endpoint] { ScheduleLoop(context, results_endpoint); });
+  inference_ =
+      std::thread([this, &context, results_endpoint] { InferLoop(context, results_endpoint); });
 }
 
 ModelRunner::~ModelRunner() {
@@ -36,97 +27,225 @@ ModelRunner::~ModelRunner() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
-  thread_.join();
+  schedule_cv_.notify_all();
+  infer_cv_.notify_all();
+  scheduler_.join();
+  inference_.join();
 }
 
 void ModelRunner::Submit(Job job) {
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(std::move(job));
+    intake_.push_back(std::move(job));
   }
-  cv_.notify_one();
+  schedule_cv_.notify_one();
 }
 
-std::vector<Job> ModelRunner::TakeBatch() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-  std::vector<Job> batch;
-  std::size_t texts = 0;
-  // Greedy: everything waiting, up to the text budget (always at least one
-  // job, so a request larger than the budget still runs). Jobs share a batch
-  // only if they agree on truncation, which the backend applies per batch.
-  while (!queue_.empty() &&
-         (batch.empty() || (texts + queue_.front().request.inputs.size() <= max_batch_texts_ &&
-                            queue_.front().request.truncate == batch.front().request.truncate))) {
-    texts += queue_.front().request.inputs.size();
-    batch.push_back(std::move(queue_.front()));
-    queue_.pop_front();
+std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* request) {
+  const auto& inputs = job.request.inputs;
+  request->ids.reserve(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    try {
+      request->ids.push_back(backend_->Tokenize(inputs[i], job.request.truncate));
+    } catch (const Error& e) {
+      return Outcome{job.request_id, e.code(), "input " + std::to_string(i) + ": " + e.what(), {}};
+    } catch (const std::exception& e) {
+      return Outcome{
+          job.request_id, ErrorCode::kInternal, "input " + std::to_string(i) + ": " + e.what(), {}};
+    }
   }
-  return batch;
+  request->remaining = inputs.size();
+  request->vectors.resize(inputs.size() * info_.dim);
+  return std::nullopt;
 }
 
-void ModelRunner::Loop(zmq::context_t& context, const std::string& results_endpoint) {
+void ModelRunner::Fail(std::uint64_t request_id, ErrorCode code, const std::string& message,
+                       std::vector<Outcome>* done) {
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return;  // already answered
+  batcher_.Remove(request_id);
+  requests_.erase(it);
+  done->push_back(Outcome{request_id, code, message, {}});
+}
+
+void ModelRunner::ScheduleLoop(zmq::context_t& context, const std::string& endpoint) {
   zmq::socket_t results(context, zmq::socket_type::push);
   results.set(zmq::sockopt::linger, 0);
-  results.connect(results_endpoint);
+  results.connect(endpoint);
+  std::vector<Outcome> done;
+  std::unique_lock lock(mu_);
   for (;;) {
-    std::vector<Job> batch = TakeBatch();
-    if (batch.empty()) return;  // stopping and drained
-    RunBatch(batch, results);
+    // Intake: tokenize outside the lock so the inference thread is never
+    // held up, then queue every text of a request, or none.
+    while (!intake_.empty()) {
+      std::deque<Job> jobs;
+      jobs.swap(intake_);
+      lock.unlock();
+      std::vector<std::pair<Job, Request>> admitted;
+      for (auto& job : jobs) {
+        Request request;
+        if (auto failed = Admit(job, &request)) {
+          done.push_back(std::move(*failed));
+        } else {
+          admitted.emplace_back(std::move(job), std::move(request));
+        }
+      }
+      lock.lock();
+      const auto now = Clock::now();
+      for (auto& [job, request] : admitted) {
+        std::vector<BatchItem> items(request.ids.size());
+        const auto deadline = job.request.timeout_ms > 0
+                                  ? job.received + std::chrono::milliseconds(job.request.timeout_ms)
+                                  : Clock::time_point::max();
+        for (std::size_t i = 0; i < items.size(); ++i) {
+          items[i] = {job.request_id, static_cast<std::uint32_t>(i), request.ids[i].size(), now,
+                      deadline};
+        }
+        if (!batcher_.Add(items)) {
+          done.push_back(Outcome{job.request_id,
+                                 ErrorCode::kOverloaded,
+                                 "worker queue for model '" + info_.name + "' is full (" +
+                                     std::to_string(batcher_.options().max_queue) + " texts)",
+                                 {}});
+          continue;
+        }
+        requests_.emplace(job.request_id, std::move(request));
+      }
+    }
+    const auto now = Clock::now();
+    for (const BatchItem& item : batcher_.TakeExpired(now)) {
+      Fail(item.request, ErrorCode::kTimeout, "deadline passed while queued in the worker", &done);
+    }
+    // Form the next batch: by the batcher's rules while the model is idle;
+    // while it runs, only a full batch (waiting longer can only grow it).
+    Clock::time_point wake = Clock::time_point::max();
+    if (!ready_) {
+      if (!busy_ && stop_) {
+        if (batcher_.size() > 0) ready_ = batcher_.Take();  // draining: no waiting
+      } else if (!busy_) {
+        ready_ = batcher_.Next(now, &wake);
+      } else if (batcher_.size() >= batcher_.options().max_batch_size) {
+        ready_ = batcher_.Take();
+      }
+      if (ready_) infer_cv_.notify_one();
+    }
+    if (!done.empty()) {
+      lock.unlock();
+      Send(results, done);
+      lock.lock();
+      continue;
+    }
+    if (stop_ && intake_.empty() && batcher_.size() == 0 && !ready_ && !busy_) break;
+    if (intake_.empty()) schedule_cv_.wait_until(lock, wake);
+  }
+  scheduler_done_ = true;
+  infer_cv_.notify_all();
+}
+
+void ModelRunner::InferLoop(zmq::context_t& context, const std::string& endpoint) {
+  zmq::socket_t results(context, zmq::socket_type::push);
+  results.set(zmq::sockopt::linger, 0);
+  results.connect(endpoint);
+  std::vector<Outcome> done;
+  std::unique_lock lock(mu_);
+  for (;;) {
+    infer_cv_.wait(lock, [this] { return ready_.has_value() || scheduler_done_; });
+    if (!ready_) return;
+    std::vector<BatchItem> batch = std::move(*ready_);
+    ready_.reset();
+    busy_ = true;
+    RunBatch(std::move(batch), lock, &done);
+    busy_ = false;
+    schedule_cv_.notify_one();  // idle: the scheduler may form the next batch
+    if (!done.empty()) {
+      lock.unlock();
+      Send(results, done);
+      lock.lock();
+    }
   }
 }
 
-void ModelRunner::RunBatch(std::vector<Job>& jobs, zmq::socket_t& results) {
-  std::vector<std::string> texts;
-  for (auto& job : jobs) {
-    for (auto& t : job.request.inputs) texts.push_back(std::move(t));
+void ModelRunner::RunBatch(std::vector<BatchItem> batch, std::unique_lock<std::mutex>& lock,
+                           std::vector<Outcome>* done) {
+  // Fail expired texts' requests before they cost any compute, then skip
+  // texts of requests that failed (now or meanwhile).
+  const auto now = Clock::now();
+  for (const BatchItem& item : batch) {
+    if (item.deadline <= now) {
+      Fail(item.request, ErrorCode::kTimeout, "deadline passed before inference", done);
+    }
   }
+  std::vector<BatchItem> items;
+  std::vector<std::vector<std::int32_t>> ids;
+  for (const BatchItem& item : batch) {
+    auto it = requests_.find(item.request);
+    if (it == requests_.end()) continue;
+    ids.push_back(std::move(it->second.ids[item.index]));
+    items.push_back(item);
+  }
+  if (items.empty()) return;
+
+  lock.unlock();
+  std::vector<float> vectors;
+  std::string failure;
+  const auto start = Clock::now();
   try {
-    const auto start = std::chrono::steady_clock::now();
-    const std::vector<float> vectors = backend_->Embed(texts, jobs.front().request.truncate);
-    const auto took = std::chrono::steady_clock::now() - start;
-    spdlog::debug("model {}: {} texts in {} us", info_.name, texts.size(),
-                  std::chrono::duration_cast<std::chrono::microseconds>(took).count());
-    if (slowdown_ > 1.0) std::this_thread::sleep_for(took * (slowdown_ - 1.0));
-    const std::size_t dim = static_cast<std::size_t>(backend_->dim());
-    std::size_t row = 0;
-    for (const auto& job : jobs) {
-      const std::size_t n = job.request.inputs.size();
-      Reply(job, std::span(vectors).subspan(row * dim, n * dim), results);
-      row += n;
+    vectors = backend_->Embed(ids);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const auto took = Clock::now() - start;
+  spdlog::debug("model {}: batch of {} texts in {} us", info_.name, items.size(),
+                std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+  if (slowdown_ > 1.0) std::this_thread::sleep_for(took * (slowdown_ - 1.0));
+  lock.lock();
+
+  const std::size_t dim = info_.dim;
+  if (failure.empty() && vectors.size() != items.size() * dim) {
+    failure = "backend returned " + std::to_string(vectors.size()) + " floats for " +
+              std::to_string(items.size()) + " texts of dim " + std::to_string(dim);
+  }
+  if (!failure.empty()) {
+    spdlog::error("model {} failed a batch of {}: {}", info_.name, items.size(), failure);
+    for (const BatchItem& item : items) {
+      Fail(item.request, ErrorCode::kInternal, "model failed: " + failure, done);
     }
     return;
-  } catch (const std::exception& e) {
-    if (jobs.size() == 1) {
-      const auto* typed = dynamic_cast<const Error*>(&e);
-      const ErrorCode code = typed ? typed->code() : ErrorCode::kInternal;
-      if (!typed) spdlog::error("model {} failed: {}", info_.name, e.what());
-      SendError(results, jobs.front().request_id, code, e.what());
-      return;
-    }
   }
-  // Some input in the batch failed: give each job its own answer. The texts
-  // were moved out above, so put each job's back first.
-  std::size_t next = 0;
-  for (auto& job : jobs) {
-    for (auto& t : job.request.inputs) t = std::move(texts[next++]);
-    std::vector<Job> single;
-    single.push_back(std::move(job));
-    RunBatch(single, results);
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    auto it = requests_.find(items[k].request);
+    if (it == requests_.end()) continue;  // failed while we ran
+    Request& r = it->second;
+    std::copy_n(vectors.begin() + static_cast<std::ptrdiff_t>(k * dim), dim,
+                r.vectors.begin() + static_cast<std::ptrdiff_t>(items[k].index * dim));
+    r.largest_batch = std::max(r.largest_batch, items.size());
+    if (--r.remaining == 0) {
+      done->push_back(Outcome{it->first, std::nullopt, {}, std::move(r)});
+      requests_.erase(it);
+    }
   }
 }
 
-void ModelRunner::Reply(const Job& job, std::span<const float> vectors, zmq::socket_t& results) {
-  protocol::EmbedReply reply;
-  reply.model = info_.name;
-  reply.version = info_.version;
-  reply.worker = worker_id_;
-  reply.dim = info_.dim;
-  reply.count = static_cast<std::uint32_t>(job.request.inputs.size());
-  reply.data.assign(vectors.begin(), vectors.end());
-  zmq::send_multipart(results, protocol::Encode(protocol::Command::kReply, job.request_id,
-                                                protocol::Encode(reply)));
+void ModelRunner::Send(zmq::socket_t& results, std::vector<Outcome>& outcomes) {
+  for (Outcome& o : outcomes) {
+    if (o.error) {
+      zmq::send_multipart(
+          results, protocol::Encode(protocol::Command::kError, o.request_id,
+                                    protocol::Encode(protocol::ErrorBody{*o.error, o.message})));
+      continue;
+    }
+    protocol::EmbedReply reply;
+    reply.model = info_.name;
+    reply.version = info_.version;
+    reply.worker = worker_id_;
+    reply.dim = info_.dim;
+    reply.count = static_cast<std::uint32_t>(o.request.ids.size());
+    reply.batch_size = static_cast<std::uint32_t>(o.request.largest_batch);
+    reply.data = std::move(o.request.vectors);
+    zmq::send_multipart(results, protocol::Encode(protocol::Command::kReply, o.request_id,
+                                                  protocol::Encode(reply)));
+  }
+  outcomes.clear();
 }
 
 }  // namespace ember::worker

@@ -1,10 +1,16 @@
-// Runs one model version on a thread of its own.
+// Runs one model version: intake, dynamic batching and inference on two
+// threads of its own, so the worker's socket thread never blocks.
 //
-// The socket thread hands it jobs (Submit never blocks on inference); the
-// runner's thread takes every job waiting, up to max_batch_texts texts, runs
-// them as one batch and pushes each job's reply, already encoded as protocol
-// frames, to the worker's inproc results socket. A job whose batch fails is
-// retried alone, so one bad input cannot fail its neighbours.
+//   socket thread --Submit--> scheduler thread: tokenizes, queues texts in
+//                             the Batcher, drops expired ones, forms batches
+//                             --one-slot hand-off--> inference thread: runs
+//                             the backend, assembles each request's vectors
+//
+// A request's texts may run in different batches; its reply goes out when the
+// last one is done, in input order. Every submitted request gets exactly one
+// reply, pushed (already encoded as protocol frames) to the worker's inproc
+// results socket: the vectors, or a typed error (BAD_REQUEST, TOO_LONG,
+// OVERLOADED when the queue is full, TIMEOUT past the deadline, INTERNAL).
 #ifndef EMBER_WORKER_MODEL_RUNNER_H_
 #define EMBER_WORKER_MODEL_RUNNER_H_
 
@@ -13,53 +19,91 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/error_code.h"
 #include "common/messages.h"
 #include "worker/backend.h"
+#include "worker/batcher.h"
 
 namespace ember::worker {
 
 struct Job {
   std::uint64_t request_id = 0;
   protocol::EmbedRequest request;
+  Clock::time_point received = Clock::now();
+};
+
+struct RunnerOptions {
+  BatcherOptions batcher;
+  // Makes every batch take `slowdown` times as long (by sleeping), to emulate
+  // slower hardware in balancing benchmarks and tests. 1 = off.
+  double slowdown = 1.0;
 };
 
 class ModelRunner {
  public:
   // `results_endpoint` is an inproc endpoint in `context` bound by the caller.
   ModelRunner(std::string worker_id, protocol::ModelInfo info, std::unique_ptr<Backend> backend,
-              zmq::context_t& context, std::string results_endpoint, std::size_t max_batch_texts,
-              double slowdown = 1.0);
-  ~ModelRunner();  // runs the jobs already queued, then joins the thread
+              zmq::context_t& context, std::string results_endpoint, RunnerOptions options);
+  ~ModelRunner();  // answers what is queued, then joins the threads
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
 
   const protocol::ModelInfo& info() const { return info_; }
 
-  // Queues a job. Thread-safe.
+  // Queues a job. Thread-safe; never blocks on inference.
   void Submit(Job job);
 
  private:
-  void Loop(zmq::context_t& context, const std::string& results_endpoint);
-  std::vector<Job> TakeBatch();
-  void RunBatch(std::vector<Job>& jobs, zmq::socket_t& results);
-  void Reply(const Job& job, std::span<const float> vectors, zmq::socket_t& results);
+  // A request being assembled from its texts' vectors.
+  struct Request {
+    std::vector<std::vector<std::int32_t>> ids;  // per text, moved out when batched
+    std::vector<float> vectors;                  // count x dim
+    std::size_t remaining = 0;
+    std::size_t largest_batch = 0;
+  };
+  // A reply ready to send, built under the lock and sent outside it.
+  struct Outcome {
+    std::uint64_t request_id;
+    std::optional<ErrorCode> error;  // nullopt: success
+    std::string message;
+    Request request;
+  };
+
+  void ScheduleLoop(zmq::context_t& context, const std::string& endpoint);
+  void InferLoop(zmq::context_t& context, const std::string& endpoint);
+  // Tokenizes a job outside the lock; an error becomes an Outcome.
+  std::optional<Outcome> Admit(Job& job, Request* request);
+  // Runs one batch; called with `lock` held, releases it around inference.
+  void RunBatch(std::vector<BatchItem> batch, std::unique_lock<std::mutex>& lock,
+                std::vector<Outcome>* done);
+  void Fail(std::uint64_t request_id, ErrorCode code, const std::string& message,
+            std::vector<Outcome>* done);  // requires mu_
+  void Send(zmq::socket_t& results, std::vector<Outcome>& outcomes);
 
   const std::string worker_id_;
   const protocol::ModelInfo info_;
   const std::unique_ptr<Backend> backend_;
-  const std::size_t max_batch_texts_;
   const double slowdown_;
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> queue_;  // guarded by mu_
-  bool stop_ = false;      // guarded by mu_
-  std::thread thread_;
+  std::condition_variable schedule_cv_;                  // intake, model idle, stop
+  std::condition_variable infer_cv_;                     // a batch is ready, stop
+  std::deque<Job> intake_;                               // guarded by mu_
+  Batcher batcher_;                                      // guarded by mu_
+  std::unordered_map<std::uint64_t, Request> requests_;  // guarded by mu_
+  std::optional<std::vector<BatchItem>> ready_;          // guarded by mu_
+  bool busy_ = false;                                    // guarded by mu_
+  bool stop_ = false;                                    // guarded by mu_
+  bool scheduler_done_ = false;                          // guarded by mu_
+  std::thread scheduler_;
+  std::thread inference_;
 };
 
 }  // namespace ember::worker

@@ -5,59 +5,111 @@
 #include <torch/script.h>
 
 #include <cstring>
+#include <optional>
 #include <stdexcept>
+
+#include "common/error_code.h"
+#include "worker/wordpiece_tokenizer.h"
 
 namespace ember::worker {
 namespace {
 
+// Sets the calling thread's intra-op thread count once: it is an OpenMP
+// setting of each thread, and models run on the runner's thread, not the one
+// that loaded them.
+void ApplyThreads(int threads) {
+  thread_local int applied = 0;
+  if (threads > 0 && applied != threads) {
+    at::set_num_threads(threads);
+    applied = threads;
+  }
+}
+
 class TorchScriptBackend final : public Backend {
  public:
-  TorchScriptBackend(torch::jit::Module module, torch::Device device, int threads)
-      : module_(std::move(module)), device_(device), threads_(threads) {}
+  TorchScriptBackend(torch::jit::Module module, torch::Device device, int threads,
+                     std::optional<WordPieceTokenizer> tokenizer)
+      : module_(std::move(module)),
+        device_(device),
+        threads_(threads),
+        tokenizer_(std::move(tokenizer)) {}
 
   std::int64_t dim() const override { return dim_; }
 
-  std::vector<float> Embed(std::span<const std::string> texts, bool /*truncate*/) override {
-    // Modules that tokenize for themselves always truncate to their own
-    // maximum length; the truncate flag applies to tokenizer-driven models.
-    if (threads_ > 0) {
-      // The thread count is an OpenMP setting of the calling thread, and the
-      // model runs on the runner's thread, not the one that loaded it.
-      thread_local int applied = 0;
-      if (applied != threads_) {
-        at::set_num_threads(threads_);
-        applied = threads_;
+  std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
+    if (tokenizer_) {
+      try {
+        return tokenizer_->Encode(text, truncate).ids;
+      } catch (const TokenizerError& e) {
+        throw Error(
+            e.code() == TokenizerErrorCode::kTooLong ? ErrorCode::kTooLong : ErrorCode::kBadRequest,
+            e.what());
       }
     }
+    // The module tokenizes for itself (and always truncates to its maximum).
     torch::InferenceMode inference;
     c10::List<std::string> list;
-    list.reserve(texts.size());
-    for (const auto& t : texts) list.push_back(t);
-    auto encoded = module_.get_method("tokenize")({list}).toTuple();
-    const auto ids = encoded->elements().at(0).toTensor().to(device_);
-    const auto mask = encoded->elements().at(1).toTensor().to(device_);
-    const auto out =
-        module_.forward({ids, mask}).toTensor().to(torch::kCPU, torch::kFloat).contiguous();
-    if (out.dim() != 2 || out.size(0) != static_cast<std::int64_t>(texts.size())) {
-      throw std::runtime_error("model returned a tensor of shape " + c10::str(out.sizes()) +
-                               " for " + std::to_string(texts.size()) + " texts");
-    }
-    std::vector<float> result(static_cast<std::size_t>(out.numel()));
-    std::memcpy(result.data(), out.data_ptr<float>(), result.size() * sizeof(float));
-    return result;
+    list.push_back(std::string(text));
+    auto module = module_;  // a handle: calling methods does not mutate it
+    const auto encoded = module.get_method("tokenize")({list}).toTuple();
+    const auto ids = encoded->elements().at(0).toTensor().to(torch::kLong);
+    const auto mask = encoded->elements().at(1).toTensor();
+    const std::int64_t n = mask.sum().item<std::int64_t>();
+    const auto* p = ids.data_ptr<std::int64_t>();
+    return std::vector<std::int32_t>(p, p + n);
   }
 
+  std::vector<float> Embed(const std::vector<std::vector<std::int32_t>>& batch) override {
+    ApplyThreads(threads_);
+    torch::InferenceMode inference;
+    std::size_t longest = 0;
+    for (const auto& seq : batch) longest = std::max(longest, seq.size());
+    const auto b = static_cast<std::int64_t>(batch.size());
+    auto ids = torch::zeros({b, static_cast<std::int64_t>(longest)}, torch::kLong);
+    auto mask = torch::zeros({b, static_cast<std::int64_t>(longest)}, torch::kLong);
+    auto* id_p = ids.data_ptr<std::int64_t>();
+    auto* mask_p = mask.data_ptr<std::int64_t>();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      for (std::size_t j = 0; j < batch[i].size(); ++j) {
+        id_p[i * longest + j] = batch[i][j];
+        mask_p[i * longest + j] = 1;
+      }
+    }
+    torch::IValue result = module_.forward({ids.to(device_), mask.to(device_)});
+    // Traced HuggingFace models return (last_hidden_state, pooler_output, ...).
+    if (result.isTuple()) result = result.toTuple()->elements().at(0);
+    auto out = result.toTensor().to(torch::kCPU, torch::kFloat);
+    if (out.dim() == 3) {
+      // Token states: mean over real tokens, then L2-normalize, as
+      // sentence-transformers does for mean-pooling models.
+      const auto m = mask.unsqueeze(-1).to(torch::kFloat);
+      out = (out * m).sum(1) / m.sum(1).clamp_min(1.0);
+      out = out / out.norm(2, /*dim=*/1, /*keepdim=*/true).clamp_min(1e-12);
+    }
+    out = out.contiguous();
+    if (out.dim() != 2 || out.size(0) != b) {
+      throw std::runtime_error("model returned a tensor of shape " + c10::str(out.sizes()) +
+                               " for " + std::to_string(batch.size()) + " texts");
+    }
+    std::vector<float> vectors(static_cast<std::size_t>(out.numel()));
+    std::memcpy(vectors.data(), out.data_ptr<float>(), vectors.size() * sizeof(float));
+    return vectors;
+  }
+
+  // Runs the model once (which also tells its dimension) and a second time,
+  // since TorchScript's profiling executor optimizes on the second run.
   void Warm() {
-    const std::string probe = "ember warm-up";
-    dim_ = 0;
-    const auto v = Embed(std::span<const std::string>(&probe, 1), true);
-    dim_ = static_cast<std::int64_t>(v.size());
+    const auto ids = Tokenize("ember warm-up", true);
+    for (int i = 0; i < 2; ++i) {
+      dim_ = static_cast<std::int64_t>(Embed({ids, ids}).size() / 2);
+    }
   }
 
  private:
   torch::jit::Module module_;
   torch::Device device_;
   int threads_;
+  std::optional<WordPieceTokenizer> tokenizer_;  // unset: the module's tokenize()
   std::int64_t dim_ = 0;
 };
 
@@ -77,10 +129,14 @@ std::unique_ptr<Backend> LoadTorchScriptBackend(const std::filesystem::path& pat
     }
     torch::jit::Module module = torch::jit::load(path.string(), device);
     module.eval();
+    std::optional<WordPieceTokenizer> tokenizer;
     if (!module.find_method("tokenize")) {
-      throw std::runtime_error("module has no tokenize(texts) method");
+      // A module taking (input_ids, attention_mask): its tokenizer files
+      // (vocab.txt or tokenizer.json) sit beside it.
+      tokenizer = WordPieceTokenizer::FromDirectory(path.parent_path());
     }
-    auto backend = std::make_unique<TorchScriptBackend>(std::move(module), device, options.threads);
+    auto backend = std::make_unique<TorchScriptBackend>(std::move(module), device, options.threads,
+                                                        std::move(tokenizer));
     backend->Warm();
     return backend;
   } catch (const c10::Error& e) {

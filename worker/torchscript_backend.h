@@ -1,9 +1,14 @@
 // A Backend for TorchScript text-embedding modules (see docs/models.md).
 //
-// The module must provide
+// The module provides
+//   forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor
+// returning [batch, dim] vectors, or [batch, tokens, dim] states (then
+// mean-pooled over the mask and L2-normalized), or a tuple whose first element
+// is either (as traced HuggingFace models return). Text becomes ids either by
+// the module's own
 //   tokenize(texts: List[str]) -> Tuple[Tensor, Tensor]   # input_ids, attention_mask
-//   forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor  # [batch, dim]
-// so that the model file alone defines how text becomes vectors.
+// or, when it has none, by the WordPiece tokenizer whose vocab.txt or
+// tokenizer.json lies beside the .pt file.
 //
 // This header is deliberately free of LibTorch includes.
 #ifndef EMBER_WORKER_TORCHSCRIPT_BACKEND_H_

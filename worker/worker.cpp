@@ -42,9 +42,9 @@ Worker::Worker(WorkerOptions options, std::vector<LoadedModel> models)
   results_.bind(kResultsEndpoint);
   for (auto& m : models) {
     m.info.dim = static_cast<std::uint32_t>(m.backend->dim());
-    runners_.push_back(std::make_unique<ModelRunner>(options_.id, m.info, std::move(m.backend),
-                                                     context_, kResultsEndpoint,
-                                                     options_.max_batch_texts, options_.slowdown));
+    runners_.push_back(std::make_unique<ModelRunner>(
+        options_.id, m.info, std::move(m.backend), context_, kResultsEndpoint,
+        RunnerOptions{.batcher = std::move(m.batcher), .slowdown = options_.slowdown}));
   }
 }
 

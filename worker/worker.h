@@ -30,7 +30,6 @@ struct WorkerOptions {
   // Makes every batch take `slowdown` times as long (by sleeping), to emulate
   // slower hardware in balancing benchmarks and tests. 1 = off.
   double slowdown = 1.0;
-  std::size_t max_batch_texts = 32;
   std::chrono::milliseconds heartbeat_interval{1000};
   int liveness = 3;  // heartbeats the router may miss before we reconnect
 };
@@ -38,6 +37,7 @@ struct WorkerOptions {
 struct LoadedModel {
   protocol::ModelInfo info;  // dim is filled in from the backend
   std::unique_ptr<Backend> backend;
+  BatcherOptions batcher;
 };
 
 class Worker {

@@ -1,0 +1,100 @@
+// Router and worker TOML files: values land where they should, defaults
+// cascade into per-model tables, and mistakes stop the process with the file
+// and key named.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "router/router_options.h"
+#include "worker/worker_config.h"
+
+namespace ember {
+namespace {
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  std::filesystem::path Write(const std::string& text) {
+    std::ofstream(path_) << text;
+    return path_;
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::filesystem::path path_ = std::filesystem::temp_directory_path() /
+                                ("ember-config-" + std::to_string(getpid()) + ".toml");
+};
+
+TEST_F(ConfigTest, RouterFileSetsPoliciesQueuesAndWeights) {
+  router::RouterOptions o;
+  router::LoadRouterConfig(Write(R"(
+frontend = "tcp://0.0.0.0:7000"
+heartbeat-ms = 250
+policy = "least_connections"
+max-queue = 10
+[models.big]
+policy = "adaptive"
+[workers."gpu/cuda:0"]
+weight = 3.5
+)"),
+                           &o);
+  EXPECT_EQ(o.frontend, "tcp://0.0.0.0:7000");
+  EXPECT_EQ(o.heartbeat_interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(o.ForModel("other").policy, router::PolicyKind::kLeastConnections);
+  EXPECT_EQ(o.ForModel("big").policy, router::PolicyKind::kAdaptive);
+  EXPECT_EQ(o.ForModel("big").max_queue, 10u) << "inherits the file's default";
+  EXPECT_EQ(o.worker_weights.at("gpu/cuda:0"), 3.5);
+}
+
+TEST_F(ConfigTest, WorkerFileCascadesBatcherDefaultsIntoModels) {
+  worker::WorkerConfig c;
+  worker::LoadWorkerConfig(Write(R"(
+device = "cuda:1"
+threads = 3
+max-batch-size = 16
+preferred-batch-sizes = [4, 8]
+[models.a]
+path = "/models/a"
+[models.b]
+path = "/models/b"
+version = 7
+max-batch-size = 64
+max-queue-delay-us = 500
+)"),
+                           &c);
+  EXPECT_EQ(c.worker.device, "cuda:1");
+  EXPECT_EQ(c.threads, 3);
+  ASSERT_EQ(c.models.size(), 2u);
+  EXPECT_EQ(c.models[0].name, "a");
+  EXPECT_EQ(c.models[0].batcher.max_batch_size, 16u);
+  EXPECT_EQ(c.models[0].batcher.preferred_batch_sizes, (std::vector<std::size_t>{4, 8}));
+  EXPECT_EQ(c.models[1].version, 7u);
+  EXPECT_EQ(c.models[1].batcher.max_batch_size, 64u);
+  EXPECT_EQ(c.models[1].batcher.max_queue_delay, std::chrono::microseconds(500));
+}
+
+TEST_F(ConfigTest, MistakesNameFileAndKey) {
+  struct Case {
+    const char* text;
+    const char* key;
+  };
+  for (const Case& c : {Case{"policy = \"fastest\"", "policy"}, Case{"liveness = 0", "liveness"},
+                        Case{"heartbeat = 100", "heartbeat"}, Case{"frontend = 5", "frontend"},
+                        Case{"[workers.w]\nweight = -1", "workers.w.weight"}, Case{"x = [", ""}}) {
+    router::RouterOptions o;
+    try {
+      router::LoadRouterConfig(Write(c.text), &o);
+      ADD_FAILURE() << "accepted: " << c.text;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(path_.string()), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.key), std::string::npos) << e.what();
+    }
+  }
+  worker::WorkerConfig w;
+  EXPECT_THROW(worker::LoadWorkerConfig(Write("[models.a]\nversion = 2"), &w), std::runtime_error)
+      << "a model needs a path";
+  EXPECT_THROW(worker::LoadWorkerConfig(Write("max-batch-size = 0"), &w), std::runtime_error);
+  EXPECT_THROW(worker::ParseModelFlag("no-equals-sign", {}), std::invalid_argument);
+  EXPECT_EQ(worker::ParseModelFlag("m:3=/p", {}).version, 3u);
+}
+
+}  // namespace
+}  // namespace ember

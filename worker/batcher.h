@@ -1,0 +1,79 @@
+// Dynamic batching policy for one model version: which queued texts run
+// together, and when. Pure logic with the clock passed in, so tests drive it
+// with made-up times; ModelRunner supplies the threads.
+//
+// Rules (as Triton's dynamic batcher and TEI's token budget):
+//  - a batch leaves when it is full (max_batch_size texts, or the padded-token
+//    budget would overflow), when a preferred batch size can be formed, or
+//    when its oldest text has waited max_queue_delay;
+//  - the oldest text is always in the next batch (no starvation), even if it
+//    alone exceeds max_batch_tokens (it then runs alone: never a loop);
+//  - the rest of the batch is filled with the texts closest in length to the
+//    oldest, so short texts are not padded to long ones;
+//  - the queue is bounded (max_queue texts); a full queue refuses new work.
+#ifndef EMBER_WORKER_BATCHER_H_
+#define EMBER_WORKER_BATCHER_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace ember::worker {
+
+using Clock = std::chrono::steady_clock;
+
+struct BatcherOptions {
+  std::size_t max_batch_size = 32;  // texts per batch
+  std::chrono::microseconds max_queue_delay{2000};
+  std::size_t max_batch_tokens = 16384;            // batch size x longest text, in tokens
+  std::vector<std::size_t> preferred_batch_sizes;  // e.g. {8, 16, 32}; empty: none
+  std::size_t max_queue = 4096;                    // texts waiting
+};
+
+// One text of a request, with what the batcher needs to know about it.
+struct BatchItem {
+  std::uint64_t request = 0;
+  std::uint32_t index = 0;  // position in the request's inputs
+  std::size_t tokens = 0;
+  Clock::time_point enqueued;
+  Clock::time_point deadline;
+};
+
+class Batcher {
+ public:
+  explicit Batcher(BatcherOptions options);
+
+  const BatcherOptions& options() const { return options_; }
+  std::size_t size() const { return queue_.size(); }
+
+  // Queues all items of one request, or none if they do not fit.
+  bool Add(const std::vector<BatchItem>& items);
+
+  // Takes the next batch if one should leave at `now`. Otherwise returns
+  // nullopt and sets *wake to when it should be asked again (max time_point
+  // if the queue is empty).
+  std::optional<std::vector<BatchItem>> Next(Clock::time_point now, Clock::time_point* wake);
+
+  // Takes the next batch now whatever the rules say (used when the model is
+  // idle and draining); empty if the queue is.
+  std::vector<BatchItem> Take();
+
+  // Removes and returns items whose deadline passed at `now`.
+  std::vector<BatchItem> TakeExpired(Clock::time_point now);
+
+  // Removes the items of `request` (it failed); returns how many.
+  std::size_t Remove(std::uint64_t request);
+
+ private:
+  bool ShouldLeave(Clock::time_point now) const;
+  std::size_t PaddedTokens(std::size_t count, std::size_t longest) const { return count * longest; }
+
+  BatcherOptions options_;
+  std::vector<BatchItem> queue_;  // in arrival order
+};
+
+}  // namespace ember::worker
+
+#endif  // EMBER_WORKER_BATCHER_H_

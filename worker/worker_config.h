@@ -1,0 +1,41 @@
+// The worker's settings: defaults, then a TOML file (config/worker.toml
+// documents every key), then command-line flags.
+#ifndef EMBER_WORKER_WORKER_CONFIG_H_
+#define EMBER_WORKER_WORKER_CONFIG_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "worker/batcher.h"
+#include "worker/worker.h"
+
+namespace ember::worker {
+
+struct ModelConfig {
+  std::string name;
+  std::uint32_t version = 1;
+  std::filesystem::path path;
+  BatcherOptions batcher;
+};
+
+struct WorkerConfig {
+  WorkerOptions worker;
+  int threads = 0;  // LibTorch intra-op threads per model
+  std::string log_level = "info";
+  BatcherOptions batcher_defaults;  // for models that do not set their own
+  std::vector<ModelConfig> models;
+};
+
+// Reads a worker TOML file into *config (absent keys keep their values;
+// [models.NAME] tables add models whose batchers start from the file's
+// defaults). Throws std::runtime_error naming the file and key.
+void LoadWorkerConfig(const std::filesystem::path& path, WorkerConfig* config);
+
+// Parses a --model flag: NAME=PATH or NAME:VERSION=PATH.
+ModelConfig ParseModelFlag(const std::string& text, const BatcherOptions& batcher);
+
+}  // namespace ember::worker
+
+#endif  // EMBER_WORKER_WORKER_CONFIG_H_
