@@ -13,7 +13,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD="$ROOT/build-bench"
+BUILD="${EMBER_BUILD_DIR:-$ROOT/build}"
 WORKER_BIN=""
 DURATION=20
 WARMUP=3

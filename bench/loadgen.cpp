@@ -477,8 +477,11 @@ void PrintReport(const nlohmann::json& r) {
 int main(int argc, char** argv) {
   Config config;
   CLI::App app{"ember-loadgen: load generator for an ember router (closed or open loop)"};
-  app.add_option("--router", config.router, "router frontend endpoint")->required();
-  app.add_option("--model", config.model, "model name")->required();
+  bool dump_texts = false;
+  app.add_flag("--dump-texts", dump_texts,
+               "print the built-in texts, one per line, and exit (to feed other benches)");
+  auto* router = app.add_option("--router", config.router, "router frontend endpoint");
+  auto* model = app.add_option("--model", config.model, "model name");
   app.add_option("--texts-per-request", config.texts_per_request, "texts in each request")
       ->check(CLI::Range(1, 65'536))
       ->capture_default_str();
@@ -516,6 +519,14 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-router-status", config.router_status,
                "do not ask the router for its per-worker view at the end");
   CLI11_PARSE(app, argc, argv);
+  if (dump_texts) {
+    for (const auto& t : kBuiltinTexts) std::cout << t << "\n";
+    return 0;
+  }
+  if (!router->count() || !model->count()) {
+    std::cerr << "ember-loadgen: --router and --model are required\n";
+    return 2;
+  }
 
   std::vector<std::string> texts;
   try {

@@ -2,6 +2,15 @@
 
 namespace ember::config {
 
+std::string ConfigFlag(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--config" && i + 1 < argc) return argv[i + 1];
+    if (arg.starts_with("--config=")) return std::string(arg.substr(9));
+  }
+  return "";
+}
+
 toml::table ParseFile(const std::filesystem::path& path) {
   try {
     return toml::parse_file(path.string());

@@ -17,6 +17,10 @@
 
 namespace ember::config {
 
+// The value of a --config flag in argv ("" if none), read before the other
+// flags are parsed so that flags can override the file.
+std::string ConfigFlag(int argc, char** argv);
+
 // Parses `path`; throws std::runtime_error with the parser's message.
 toml::table ParseFile(const std::filesystem::path& path);
 

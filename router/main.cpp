@@ -3,26 +3,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/config_file.h"
 #include "common/shutdown_signal.h"
 #include "router/router.h"
 
-namespace {
-
-// The --config value, read before the other flags so that flags override it.
-std::string ConfigPath(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--config" && i + 1 < argc) return argv[i + 1];
-    if (arg.starts_with("--config=")) return std::string(arg.substr(9));
-  }
-  return "";
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   ember::router::RouterOptions options;
-  std::string config = ConfigPath(argc, argv);
+  std::string config = ember::config::ConfigFlag(argc, argv);
   try {
     if (!config.empty()) ember::router::LoadRouterConfig(config, &options);
   } catch (const std::exception& e) {

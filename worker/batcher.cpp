@@ -7,6 +7,7 @@ namespace ember::worker {
 
 Batcher::Batcher(BatcherOptions options) : options_(std::move(options)) {
   options_.max_batch_size = std::max<std::size_t>(options_.max_batch_size, 1);
+  if (options_.max_batch_tokens == 0) options_.max_batch_tokens = SIZE_MAX;
   std::sort(options_.preferred_batch_sizes.begin(), options_.preferred_batch_sizes.end());
 }
 

@@ -32,6 +32,11 @@ struct BatcherOptions {
   std::size_t max_queue = 4096;                    // texts waiting
 };
 
+// On CPU, throughput peaks at a few hundred padded tokens per batch and falls
+// beyond (docs/batching.md); GPUs want large batches (TEI's default).
+inline constexpr std::size_t kCpuBatchTokens = 512;
+inline constexpr std::size_t kGpuBatchTokens = 16384;
+
 // One text of a request, with what the batcher needs to know about it.
 struct BatchItem {
   std::uint64_t request = 0;

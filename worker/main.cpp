@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/config_file.h"
 #include "common/shutdown_signal.h"
 #include "worker/model_loader.h"
 #include "worker/worker.h"
@@ -17,21 +18,11 @@ std::string DefaultId(const std::string& device) {
   return std::string(host) + "/" + device + "/" + std::to_string(getpid());
 }
 
-// The --config value, read before the other flags so that flags override it.
-std::string ConfigPath(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--config" && i + 1 < argc) return argv[i + 1];
-    if (arg.starts_with("--config=")) return std::string(arg.substr(9));
-  }
-  return "";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   ember::worker::WorkerConfig config;
-  std::string config_path = ConfigPath(argc, argv);
+  std::string config_path = ember::config::ConfigFlag(argc, argv);
   try {
     if (!config_path.empty()) ember::worker::LoadWorkerConfig(config_path, &config);
   } catch (const std::exception& e) {
@@ -81,8 +72,9 @@ int main(int argc, char** argv) {
                       ->check(CLI::Range(0, 10'000'000))
                       ->capture_default_str();
   auto* o_tokens = app.add_option("--max-batch-tokens", max_batch_tokens,
-                                  "padded tokens per batch (batch size x longest text)")
-                       ->check(CLI::Range(1, 100'000'000))
+                                  "padded tokens per batch (batch size x longest text); "
+                                  "0: 512 on cpu, 16384 on cuda")
+                       ->check(CLI::Range(0, 100'000'000))
                        ->capture_default_str();
   auto* o_queue =
       app.add_option("--max-queue", max_queue, "texts waiting per model before OVERLOADED")
@@ -120,6 +112,11 @@ int main(int argc, char** argv) {
       if (o_tokens->count()) m.batcher.max_batch_tokens = max_batch_tokens;
       if (o_queue->count()) m.batcher.max_queue = max_queue;
       if (o_preferred->count()) m.batcher.preferred_batch_sizes = preferred;
+      if (m.batcher.max_batch_tokens == 0) {
+        m.batcher.max_batch_tokens = options.device.starts_with("cuda")
+                                         ? ember::worker::kGpuBatchTokens
+                                         : ember::worker::kCpuBatchTokens;
+      }
       spdlog::info("loading model {} version {} from {} on {}", m.name, m.version, m.path.string(),
                    options.device);
       auto backend =

@@ -15,7 +15,7 @@ using config::ReadInt;
 void ReadBatcher(const toml::table& t, BatcherOptions* out, const std::filesystem::path& path) {
   ReadInt(t, "max-batch-size", &out->max_batch_size, 1, 65'536, path);
   ReadDuration(t, "max-queue-delay-us", &out->max_queue_delay, 0, 10'000'000, path);
-  ReadInt(t, "max-batch-tokens", &out->max_batch_tokens, 1, 100'000'000, path);
+  ReadInt(t, "max-batch-tokens", &out->max_batch_tokens, 0, 100'000'000, path);
   ReadInt(t, "max-queue", &out->max_queue, 1, 100'000'000, path);
   if (const toml::node* node = t.get("preferred-batch-sizes")) {
     const toml::array* sizes = node->as_array();
