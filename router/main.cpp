@@ -49,6 +49,21 @@ int main(int argc, char** argv) {
                  "requests per model waiting for worker credit before OVERLOADED")
       ->check(CLI::Range(0, 10'000'000))
       ->capture_default_str();
+  app.add_option("--max-texts-per-request", options.max_texts_per_request,
+                 "texts in one request before BAD_REQUEST")
+      ->check(CLI::Range(1, 10'000'000))
+      ->capture_default_str();
+  app.add_option("--max-text-bytes", options.max_text_bytes, "bytes of one text before BAD_REQUEST")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-in-flight-per-client", options.max_in_flight_per_client,
+                 "requests one client may have in flight before OVERLOADED")
+      ->check(CLI::Range(1, 10'000'000))
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", options.max_message_bytes,
+                 "largest frontend message; ZeroMQ drops a client that sends more")
+      ->check(CLI::Range(std::int64_t{1024}, std::int64_t{1} << 34))
+      ->capture_default_str();
   app.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

@@ -38,6 +38,7 @@ Router::Router(RouterOptions options)
       frontend_(context_, zmq::socket_type::router),
       backend_(context_, zmq::socket_type::router) {
   ConfigureRouterSocket(frontend_, /*handover=*/false);
+  frontend_.set(zmq::sockopt::maxmsgsize, options_.max_message_bytes);
   ConfigureRouterSocket(backend_, /*handover=*/true);
   frontend_.bind(options_.frontend);
   backend_.bind(options_.backend);
@@ -129,6 +130,27 @@ void Router::HandleRequest(const std::string& client, const protocol::Message& m
     SendError(client, message.request_id, ErrorCode::kBadRequest, "no inputs to embed");
     return;
   }
+  if (request.inputs.size() > options_.max_texts_per_request) {
+    SendError(client, message.request_id, ErrorCode::kBadRequest,
+              "request has " + std::to_string(request.inputs.size()) + " texts; at most " +
+                  std::to_string(options_.max_texts_per_request) + " per request");
+    return;
+  }
+  for (std::size_t i = 0; i < request.inputs.size(); ++i) {
+    if (request.inputs[i].size() > options_.max_text_bytes) {
+      SendError(client, message.request_id, ErrorCode::kBadRequest,
+                "input " + std::to_string(i) + " has " + std::to_string(request.inputs[i].size()) +
+                    " bytes; at most " + std::to_string(options_.max_text_bytes));
+      return;
+    }
+  }
+  std::size_t& in_flight = client_in_flight_[client];
+  if (in_flight >= options_.max_in_flight_per_client) {
+    SendError(client, message.request_id, ErrorCode::kOverloaded,
+              "this client has " + std::to_string(in_flight) + " requests in flight; at most " +
+                  std::to_string(options_.max_in_flight_per_client));
+    return;
+  }
   const auto now = Clock::now();
   if (!Known(request.model, request.version, now)) {
     SendError(client, message.request_id, ErrorCode::kUnknownModel,
@@ -136,6 +158,7 @@ void Router::HandleRequest(const std::string& client, const protocol::Message& m
     return;
   }
   const std::uint64_t id = next_id_++;
+  ++in_flight;
   Pending& p = pending_[id];
   p.client = client;
   p.client_request_id = message.request_id;
@@ -383,7 +406,7 @@ void Router::HandleResult(WorkerState& worker, const protocol::Message& message)
     }
     protocol::SendRouted(frontend_, it->second.client, message.command,
                          it->second.client_request_id, message.body);
-    pending_.erase(it);
+    Forget(it);
   }
   // The worker has a free credit now: give it to whoever waits longest.
   DrainQueues(worker.models);
@@ -394,6 +417,12 @@ void Router::Fail(std::uint64_t id, ErrorCode code, const std::string& message) 
   if (it == pending_.end()) return;
   SendError(it->second.client, it->second.client_request_id, code, message);
   if (WorkerState* w = workers_.Find(it->second.worker)) w->in_flight.erase(id);
+  Forget(it);
+}
+
+void Router::Forget(std::unordered_map<std::uint64_t, Pending>::iterator it) {
+  auto c = client_in_flight_.find(it->second.client);
+  if (c != client_in_flight_.end() && --c->second == 0) client_in_flight_.erase(c);
   pending_.erase(it);
 }
 

@@ -79,6 +79,8 @@ class Router {
   void RememberModels(const WorkerState& worker, Clock::time_point now);
   // After the startup grace: fails queued requests for models nobody serves.
   void FailUnknownQueued(Clock::time_point now);
+  // Forgets an answered request.
+  void Forget(std::unordered_map<std::uint64_t, Pending>::iterator it);
   // Fails request `id` with a typed error and forgets it.
   void Fail(std::uint64_t id, ErrorCode code, const std::string& message);
   // Removes a worker and re-dispatches what it had in flight.
@@ -103,6 +105,7 @@ class Router {
   std::uint64_t next_id_ = 1;
   std::uint64_t requests_ = 0;
   std::unordered_map<std::uint64_t, Pending> pending_;
+  std::unordered_map<std::string, std::size_t> client_in_flight_;  // by client routing id
   // (deadline, id) min-heap; entries of answered requests are skipped lazily.
   using DeadlineEntry = std::pair<Clock::time_point, std::uint64_t>;
   std::priority_queue<DeadlineEntry, std::vector<DeadlineEntry>, std::greater<>> deadlines_;

@@ -32,7 +32,8 @@ void LoadRouterConfig(const std::filesystem::path& path, RouterOptions* options)
   config::CheckKeys(
       root,
       {"frontend", "backend", "heartbeat-ms", "liveness", "default-timeout-ms", "max-attempts",
-       "model-retention-ms", "policy", "max-queue", "log-level", "models", "workers"},
+       "model-retention-ms", "policy", "max-queue", "log-level", "models", "workers",
+       "max-texts-per-request", "max-text-bytes", "max-in-flight-per-client", "max-message-bytes"},
       path);
   config::ReadString(root, "frontend", &options->frontend, path);
   config::ReadString(root, "backend", &options->backend, path);
@@ -42,6 +43,12 @@ void LoadRouterConfig(const std::filesystem::path& path, RouterOptions* options)
   ReadDuration(root, "default-timeout-ms", &options->default_timeout, 1, 3'600'000, path);
   ReadInt(root, "max-attempts", &options->max_attempts, 1, 100, path);
   ReadDuration(root, "model-retention-ms", &options->model_retention, 0, 86'400'000, path);
+  ReadInt(root, "max-texts-per-request", &options->max_texts_per_request, 1, 10'000'000, path);
+  ReadInt(root, "max-text-bytes", &options->max_text_bytes, 1, std::int64_t{1} << 32, path);
+  ReadInt(root, "max-in-flight-per-client", &options->max_in_flight_per_client, 1, 10'000'000,
+          path);
+  ReadInt(root, "max-message-bytes", &options->max_message_bytes, 1024, std::int64_t{1} << 34,
+          path);
   ReadModelOptions(root, &options->model_defaults, path);
   if (const toml::table* models = root["models"].as_table()) {
     for (const auto& [name, node] : *models) {

@@ -28,6 +28,13 @@ struct RouterOptions {
   // How long requests for a model wait (queued) after its last worker left,
   // before new ones are refused as UNKNOWN_MODEL.
   std::chrono::milliseconds model_retention{60000};
+  // Input limits: violations get a typed error; the router keeps serving.
+  std::size_t max_texts_per_request = 1024;     // BAD_REQUEST beyond
+  std::size_t max_text_bytes = 1 << 20;         // per text; BAD_REQUEST beyond
+  std::size_t max_in_flight_per_client = 4096;  // OVERLOADED beyond
+  // Largest message accepted on the frontend (ZMQ_MAXMSGSIZE): a bigger one
+  // makes ZeroMQ drop that client's connection before ember sees it.
+  std::int64_t max_message_bytes = 64 << 20;
   ModelOptions model_defaults;
   std::map<std::string, ModelOptions, std::less<>> models;    // per-model overrides
   std::map<std::string, double, std::less<>> worker_weights;  // by worker id

@@ -71,6 +71,18 @@ max-queue-delay-us = 500
   EXPECT_EQ(c.models[1].batcher.max_queue_delay, std::chrono::microseconds(500));
 }
 
+// The commented examples in config/ must stay loadable.
+TEST_F(ConfigTest, ShippedExamplesLoad) {
+  router::RouterOptions r;
+  router::LoadRouterConfig(std::string(EMBER_SOURCE_DIR) + "/config/router.toml", &r);
+  EXPECT_EQ(r.model_defaults.policy, router::PolicyKind::kAdaptive);
+  EXPECT_EQ(r.max_texts_per_request, 1024u);
+  worker::WorkerConfig w;
+  worker::LoadWorkerConfig(std::string(EMBER_SOURCE_DIR) + "/config/worker.toml", &w);
+  ASSERT_EQ(w.models.size(), 1u);
+  EXPECT_EQ(w.models[0].name, "minilm");
+}
+
 TEST_F(ConfigTest, MistakesNameFileAndKey) {
   struct Case {
     const char* text;

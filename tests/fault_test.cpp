@@ -5,9 +5,13 @@
 #include <signal.h>
 
 #include <atomic>
+#include <map>
 #include <thread>
+#include <zmq_addon.hpp>
 
 #include "client/client.h"
+#include "common/messages.h"
+#include "common/protocol.h"
 #include "tests/cluster.h"
 #include "tests/load_client.h"
 
@@ -169,6 +173,73 @@ TEST(FaultTest, DeadlineGivesTimeoutOnce) {
   EXPECT_EQ(load.duplicates, 0);
   EXPECT_EQ(load.replies + load.errors[ErrorCode::kTimeout], 6);
   EXPECT_GT(load.errors[ErrorCode::kTimeout], 0);
+}
+
+// Each input limit answers with a typed error, and the router keeps serving.
+TEST(FaultTest, InputLimitsGiveTypedErrors) {
+  Cluster cluster(TinyCluster(1, {"--slowdown", "100"},
+                              {"--max-texts-per-request", "4", "--max-text-bytes", "100",
+                               "--max-in-flight-per-client", "2", "--max-message-bytes", "65536"}));
+  ASSERT_TRUE(cluster.WaitForWorkers(1));
+  Client client(cluster.frontend());
+  auto code_of = [&](const std::vector<std::string>& texts) -> std::string {
+    try {
+      client.Embed("tiny", texts);
+      return "OK";
+    } catch (const Error& e) {
+      return std::string(ErrorCodeName(e.code())) + ": " + e.what();
+    }
+  };
+  EXPECT_EQ(code_of({"a", "b", "c", "d"}), "OK");
+  EXPECT_EQ(code_of({"a", "b", "c", "d", "e"}).substr(0, 11), "BAD_REQUEST");
+  EXPECT_EQ(code_of({std::string(100, 'x')}), "OK");
+  const std::string too_long = code_of({"fine", std::string(101, 'x')});
+  EXPECT_EQ(too_long.substr(0, 11), "BAD_REQUEST");
+  EXPECT_NE(too_long.find("input 1 has 101 bytes"), std::string::npos) << too_long;
+
+  // A client with 2 requests in flight (the slowed worker holds them) gets
+  // OVERLOADED for a third, at once; the first two still complete.
+  zmq::context_t context;
+  zmq::socket_t raw(context, zmq::socket_type::dealer);
+  raw.set(zmq::sockopt::linger, 0);
+  raw.connect(cluster.frontend());
+  protocol::EmbedRequest request;
+  request.model = "tiny";
+  request.inputs = {"slow"};
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    protocol::SendDealt(raw, protocol::Command::kRequest, id, protocol::Encode(request));
+  }
+  std::map<std::uint64_t, protocol::Command> answers;
+  const auto deadline = Clock::now() + 20s;
+  while (answers.size() < 3 && Clock::now() < deadline) {
+    zmq::pollitem_t item{raw.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, 100ms);
+    std::string error;
+    while (auto received = protocol::ReceiveDealt(raw, &error)) {
+      ASSERT_TRUE(*received) << error;
+      if (answers.empty()) {
+        EXPECT_EQ((*received)->request_id, 3u) << "the refusal comes first, at once";
+      }
+      answers[(*received)->request_id] = (*received)->command;
+    }
+  }
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(answers[1], protocol::Command::kReply);
+  EXPECT_EQ(answers[2], protocol::Command::kReply);
+  EXPECT_EQ(answers[3], protocol::Command::kError);
+
+  // A message over max-message-bytes: ZeroMQ drops that connection (no reply
+  // is possible), and everyone else is still served.
+  {
+    zmq::socket_t big(context, zmq::socket_type::dealer);
+    big.set(zmq::sockopt::linger, 0);
+    big.connect(cluster.frontend());
+    request.inputs = {std::string(100'000, 'x')};
+    protocol::SendDealt(big, protocol::Command::kRequest, 9, protocol::Encode(request));
+    zmq::pollitem_t item{big.handle(), 0, ZMQ_POLLIN, 0};
+    EXPECT_EQ(zmq::poll(&item, 1, 500ms), 0);
+  }
+  EXPECT_EQ(code_of({"still served"}), "OK");
 }
 
 }  // namespace
