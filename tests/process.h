@@ -1,6 +1,9 @@
-// A child process for tests: started with posix_spawn, ended (SIGTERM, then
-// SIGKILL after a grace period) when the object goes out of scope, so a
-// failing test never leaves a router or worker running.
+// A child process for tests: started with fork/exec, ended (SIGTERM, then
+// SIGKILL after a grace period) when the object goes out of scope, and killed
+// by the kernel if the test process dies first (PR_SET_PDEATHSIG), so a
+// failing or crashing test never leaves a router or worker running. (The
+// kernel sends that signal when the *thread* that started the child exits:
+// start processes from the test's main thread.)
 #ifndef EMBER_TESTS_PROCESS_H_
 #define EMBER_TESTS_PROCESS_H_
 
