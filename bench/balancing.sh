@@ -175,7 +175,7 @@ jq -n --arg cores "$(nproc)" --arg cpu "$(lscpu | sed -n 's/^Model name: *//p' |
   --argjson duration "$DURATION" --argjson warmup "$WARMUP" --argjson max_batch "$MAX_BATCH" \
   --argjson slowdown "$SLOWDOWN" --argjson timeout "$TIMEOUT_MS" \
   '{machine: {cores: ($cores | tonumber), cpu: $cpu},
-    settings: {workers: 3, slow_worker: "w3", slowdown: $slowdown, max_batch_texts: $max_batch,
+    settings: {workers: 3, slow_worker: "w3", slowdown: $slowdown, max_batch_size: $max_batch,
                worker_threads: 1, worker_capacity: 256, capacity_qps: $capacity, load: $load,
                target_qps: $target, duration_s: $duration, warmup_s: $warmup,
                timeout_ms: $timeout, wrr_weights: {w1: 3, w2: 3, w3: 1}}}' > "$TMP/head.json"

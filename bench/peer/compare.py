@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Agreement check and table for bench/peer/run.sh.
+
+    compare.py WORK_DIR OUT_JSON --threads 1 2 [--tolerance 1e-4]
+
+Reads WORK_DIR/ember_t{N}.json and WORK_DIR/peer_t{N}.json (timings) and the embeddings each
+side wrote for every cell (ember_t{N}_b{B}_l{L}.f32, peer_...), checks max abs diff < tolerance
+per cell, prints threads / batch / length / ember sent/s / peer sent/s / ember/peer, and writes
+OUT_JSON. Exits 1 if any cell disagrees or is missing (its ratio is still printed, marked FAIL).
+"""
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("work")
+    ap.add_argument("out_json")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--tolerance", type=float, default=1e-4)
+    ap.add_argument("--meta", help="JSON file with extra run metadata (load samples, versions)")
+    args = ap.parse_args(argv)
+    rows, ok = [], True
+    for t in args.threads:
+        with open(os.path.join(args.work, f"ember_t{t}.json")) as f:
+            ember = json.load(f)
+        with open(os.path.join(args.work, f"peer_t{t}.json")) as f:
+            peer = json.load(f)
+        pcells = {(c["batch"], c["length"]): c for c in peer["cells"]}
+        for e in ember["cells"]:
+            key = (e["batch"], e["length"])
+            p = pcells.get(key)
+            if p is None:
+                print(f"missing peer cell t{t} b{key[0]} l{key[1]}")
+                ok = False
+                continue
+            a = np.fromfile(e["output"], dtype="<f4")
+            b = np.fromfile(p["output"], dtype="<f4")
+            if a.size != b.size or a.size == 0:
+                diff = float("inf")
+            else:
+                diff = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max())
+            agree = diff < args.tolerance
+            ok &= agree
+            rows.append({"threads": t, "batch": key[0], "length": key[1],
+                         "ember_sentences_per_s": e["sentences_per_s"],
+                         "peer_sentences_per_s": p["sentences_per_s"],
+                         "ember_over_peer": e["sentences_per_s"] / p["sentences_per_s"],
+                         "max_abs_diff": diff, "agree": agree,
+                         "ember_calls": e["calls"], "peer_calls": p["calls"],
+                         "ember_mean_ms": e["mean_s"] * 1e3, "peer_mean_ms": p["mean_s"] * 1e3,
+                         "ember_min_ms": e["min_s"] * 1e3, "peer_min_ms": p["min_s"] * 1e3})
+    print()
+    print("| threads | batch | length | ember sent/s | peer sent/s | ember/peer | max abs diff | calls (ember/peer) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        flag = "" if r["agree"] else " FAIL"
+        print(f"| {r['threads']} | {r['batch']} | {r['length']} | {r['ember_sentences_per_s']:.1f} "
+              f"| {r['peer_sentences_per_s']:.1f} | {r['ember_over_peer']:.2f} "
+              f"| {r['max_abs_diff']:.2e}{flag} | {r['ember_calls']}/{r['peer_calls']} |")
+    worst = max((r["max_abs_diff"] for r in rows), default=float("nan"))
+    print(f"\nagreement: max abs diff over all cells {worst:.3g} (tolerance {args.tolerance:g}): "
+          f"{'OK' if ok else 'FAILED'}")
+    meta = {}
+    if args.meta and os.path.exists(args.meta):
+        with open(args.meta) as f:
+            meta = json.load(f)
+    out = {"description": "ember BertModel::Embed vs onnxruntime-node on the same seeded ids "
+                          "(bench/peer/run.sh); sentences/s = batch / mean call time",
+           "machine": platform.node(), "cpus": os.cpu_count(),
+           "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+           "tolerance": args.tolerance, "all_agree": ok, "max_abs_diff": worst,
+           **meta, "cells": rows}
+    os.makedirs(os.path.dirname(os.path.abspath(args.out_json)), exist_ok=True)
+    with open(args.out_json, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+    print(f"wrote {args.out_json}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: ember's BertModel::Embed vs ONNX Runtime (onnxruntime-node 1.30.0) on
+# the same seeded model and the same seeded ids (docs/performance.md "Versus ONNX Runtime").
+#
+#   bench/peer/run.sh [BUILD_DIR]          (default: build)
+#
+# 1. installs onnxruntime-node into a scratch folder (PEER_SCRATCH, default /tmp/ember-peer-ort;
+#    skipped if already there);
+# 2. uses BUILD_DIR/models/minilm-l6-random (builds the ember_models target if missing) and
+#    exports it to ONNX with bench/peer/export_onnx.py (Debian python3-torch; checked against
+#    scripts/reference_bert.py first);
+# 3. writes the shared inputs once (ember-peer-side --write-inputs) and, per thread count, runs
+#    ember's side (BUILD_DIR/bench/ember-peer-side) then the peer's (peer_bench.mjs);
+# 4. checks every cell's embeddings agree (max abs diff < 1e-4), prints the table and writes
+#    bench/results/peer.json (OUT_JSON).
+#
+# Environment: THREADS ("1 2"), BATCHES (1,8,32,128), LENGTHS (16,64,256), MIN_SECONDS (0.5),
+# MAX_SECONDS (8: a cell stops after this long once it has 1 timed call), PEER_WORK
+# (/tmp/ember-peer-run), OUT_JSON.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+SCRATCH=${PEER_SCRATCH:-/tmp/ember-peer-ort}
+WORK=${PEER_WORK:-/tmp/ember-peer-run}
+THREADS=${THREADS:-"1 2"}
+BATCHES=${BATCHES:-1,8,32,128}
+LENGTHS=${LENGTHS:-16,64,256}
+MIN_SECONDS=${MIN_SECONDS:-0.5}
+MAX_SECONDS=${MAX_SECONDS:-8}
+OUT_JSON=${OUT_JSON:-$ROOT/bench/results/peer.json}
+ORT_VERSION=1.30.0
+MODEL=$BUILD/models/minilm-l6-random
+SIDE=$BUILD/bench/ember-peer-side
+PY=/usr/bin/python3
+
+# 1. the peer
+if [[ ! -f $SCRATCH/node_modules/onnxruntime-node/package.json ]] ||
+   ! grep -q "\"version\": \"$ORT_VERSION\"" "$SCRATCH/node_modules/onnxruntime-node/package.json"; then
+  echo "== installing onnxruntime-node@$ORT_VERSION into $SCRATCH"
+  mkdir -p "$SCRATCH"
+  [[ -f $SCRATCH/package.json ]] || echo '{"name":"ember-peer-scratch","private":true}' >"$SCRATCH/package.json"
+  (cd "$SCRATCH" && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund \
+     "onnxruntime-node@$ORT_VERSION")
+fi
+
+# 2. ember's side and the model
+if [[ ! -x $SIDE ]]; then
+  echo "run.sh: $SIDE is missing; add the ember-peer-side target (bench/peer/ember_side.cpp," >&2
+  echo "        see the header of that file) and build it: cmake --build $BUILD --target ember-peer-side" >&2
+  exit 1
+fi
+[[ -f $MODEL/model.safetensors ]] || cmake --build "$BUILD" --target ember_models
+mkdir -p "$WORK"
+rm -f "$WORK"/*.f32 "$WORK"/ember_t*.json "$WORK"/peer_t*.json
+if [[ ! -f $WORK/model.onnx || $MODEL/model.safetensors -nt $WORK/model.onnx ||
+      $ROOT/bench/peer/export_onnx.py -nt $WORK/model.onnx ]]; then
+  echo "== exporting $MODEL to $WORK/model.onnx"
+  "$PY" "$ROOT/bench/peer/export_onnx.py" "$MODEL" "$WORK/model.onnx" 2> >(grep -v -i warn >&2)
+fi
+"$SIDE" --write-inputs "$WORK/inputs.json" --batches "$BATCHES" --lengths "$LENGTHS"
+
+# Load average every 5 s while timing (the benchmark's own threads count towards it).
+LOADLOG=$WORK/loadavg.log
+: >"$LOADLOG"
+(while true; do echo "$(date +%s) $(cat /proc/loadavg)" >>"$LOADLOG"; sleep 5; done) &
+SAMPLER=$!
+trap 'kill "$SAMPLER" 2>/dev/null || true' EXIT
+
+# 3. both sides, one thread count at a time, never concurrently
+for t in $THREADS; do
+  echo "== threads $t: ember"
+  "$SIDE" --model "$MODEL" --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" \
+    --json "$WORK/ember_t$t.json" --min-seconds "$MIN_SECONDS" --max-seconds "$MAX_SECONDS"
+  echo "== threads $t: onnxruntime-node $ORT_VERSION"
+  NODE_PATH=$SCRATCH/node_modules node "$ROOT/bench/peer/peer_bench.mjs" --model "$WORK/model.onnx" \
+    --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" --json "$WORK/peer_t$t.json" \
+    --min-seconds "$MIN_SECONDS" --max-seconds "$MAX_SECONDS"
+done
+kill "$SAMPLER" 2>/dev/null || true
+
+# 4. agreement + table + JSON
+"$PY" - "$LOADLOG" "$WORK/meta.json" "$ORT_VERSION" <<'PYEOF'
+import json, sys, subprocess
+samples = [l.split() for l in open(sys.argv[1]) if l.strip()]
+one = [float(s[1]) for s in samples]
+torch_v = subprocess.run(["/usr/bin/python3", "-c", "import torch; print(torch.__version__)"],
+                         capture_output=True, text=True).stdout.strip()
+json.dump({"onnxruntime_node": sys.argv[3], "export_torch": torch_v,
+           "load_average_1min_during_run": {"min": min(one, default=None),
+                                            "max": max(one, default=None),
+                                            "samples": len(one)},
+           "load_samples": [" ".join(s) for s in samples]}, open(sys.argv[2], "w"))
+print(f"load average (1 min) during the run: {min(one, default=0):.2f} .. {max(one, default=0):.2f} "
+      f"over {len(one)} samples")
+PYEOF
+THREADS_ARGS=()
+for t in $THREADS; do THREADS_ARGS+=("$t"); done
+"$PY" "$ROOT/bench/peer/compare.py" "$WORK" "$OUT_JSON" --threads "${THREADS_ARGS[@]}" \
+  --meta "$WORK/meta.json"
