@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/random_ids.h"
 #include "worker/backend.h"
 #include "worker/bert_backend.h"
 #include "worker/bert_model.h"
@@ -228,20 +229,6 @@ void PrintCell(const Cell& c) {
   std::fflush(stdout);
 }
 
-// [CLS] random ids in [1000, 30000) [SEP], exactly `length` ids each (length >= 2).
-std::vector<std::vector<int32_t>> RandomIds(int64_t batch, int64_t length, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> dist(1000, 29999);
-  std::vector<std::vector<int32_t>> ids(static_cast<size_t>(batch));
-  for (auto& seq : ids) {
-    seq.resize(static_cast<size_t>(length));
-    seq.front() = 101;  // [CLS]
-    for (int64_t i = 1; i + 1 < length; ++i) seq[static_cast<size_t>(i)] = dist(rng);
-    seq.back() = 102;  // [SEP]
-  }
-  return ids;
-}
-
 // `count` short English sentences ("The quick fox jumps over the lazy dog.": 9 words), seeded.
 std::vector<std::string> Sentences(size_t count, uint32_t seed) {
   static const char* kAdj[] = {"quick", "old",  "small", "happy", "red",  "young",
@@ -405,7 +392,7 @@ int main(int argc, char** argv) {
       PrintCellHeader();
       for (int64_t len : e2e_only ? std::vector<int64_t>{} : lengths) {
         for (int64_t b : batches) {
-          const auto ids = RandomIds(b, len, static_cast<uint32_t>(1000 * len + b));
+          const auto ids = ember::bench::RandomIds(b, len, static_cast<uint32_t>(1000 * len + b));
           const double gflop = static_cast<double>(b) * FlopsPerSequence(arch, len) / 1e9;
           const auto times = Repeat([&] { (void)model->Embed(ids); }, min_seconds, 3);
           Cell c = MakeCell("model", t, b, len, b * len, gflop, times, peak);

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/random_ids.h"
 #include "worker/bert_model.h"
 
 namespace {
@@ -35,20 +36,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 namespace ew = ember::worker;
-
-// Same generator and seeds as bench/model_bench.cpp's RandomIds.
-std::vector<std::vector<int32_t>> RandomIds(int64_t batch, int64_t length, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> dist(1000, 29999);
-  std::vector<std::vector<int32_t>> ids(static_cast<size_t>(batch));
-  for (auto& seq : ids) {
-    seq.resize(static_cast<size_t>(length));
-    for (auto& id : seq) id = dist(rng);
-    seq.front() = 101;  // [CLS]
-    seq.back() = 102;   // [SEP]
-  }
-  return ids;
-}
 
 std::string LoadAverage() {
   std::ifstream in("/proc/loadavg");
@@ -84,8 +71,10 @@ int main(int argc, char** argv) {
       for (int64_t len : lengths) {
         for (int64_t b : batches) {
           const auto seed = static_cast<uint32_t>(1000 * len + b);
-          cells.push_back(
-              {{"batch", b}, {"length", len}, {"seed", seed}, {"ids", RandomIds(b, len, seed)}});
+          cells.push_back({{"batch", b},
+                           {"length", len},
+                           {"seed", seed},
+                           {"ids", ember::bench::RandomIds(b, len, seed)}});
         }
       }
       std::ofstream(write_inputs) << json{{"cells", cells}}.dump() << '\n';
