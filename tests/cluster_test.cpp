@@ -17,13 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-float MaxAbsDiff(std::span<const float> a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  float worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-  return worst;
-}
-
 class ClusterTest : public ::testing::Test {
  protected:
   static ClusterOptions TinyCluster(int workers) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct Reference {
   std::vector<std::vector<float>> vectors;
 };
 Reference LoadTinyReference();
+
+// Largest |a[i] - b[i]|; infinity when the lengths differ.
+float MaxAbsDiff(std::span<const float> a, const std::vector<float>& b);
 
 struct LoadOptions {
   std::string model = "tiny";

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
+#include <utf8proc.h>
 
 #include <cstring>
 #include <optional>
@@ -46,7 +47,16 @@ class TorchScriptBackend final : public Backend {
             e.what());
       }
     }
-    // The module tokenizes for itself (and always truncates to its maximum).
+    // The module tokenizes for itself (and always truncates to its maximum);
+    // TorchScript strings must be valid UTF-8, which nothing upstream checks.
+    const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+    for (auto left = static_cast<utf8proc_ssize_t>(text.size()); left > 0;) {
+      utf8proc_int32_t cp;
+      const utf8proc_ssize_t n = utf8proc_iterate(bytes, left, &cp);
+      if (n <= 0) throw Error(ErrorCode::kBadRequest, "text is not valid UTF-8");
+      bytes += n;
+      left -= n;
+    }
     torch::InferenceMode inference;
     c10::List<std::string> list;
     list.push_back(std::string(text));

@@ -1,7 +1,6 @@
 #include "worker/worker.h"
 
 #include <spdlog/spdlog.h>
-#include <utf8proc.h>
 
 #include <iterator>
 #include <zmq_addon.hpp>
@@ -15,22 +14,6 @@ using Clock = std::chrono::steady_clock;
 using protocol::Command;
 
 constexpr char kResultsEndpoint[] = "inproc://ember-worker-results";
-
-// Returns the index of the first input that is not valid UTF-8, or -1.
-int FirstInvalidUtf8(const std::vector<std::string>& inputs) {
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(inputs[i].data());
-    utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(inputs[i].size());
-    while (left > 0) {
-      utf8proc_int32_t cp;
-      const utf8proc_ssize_t n = utf8proc_iterate(p, left, &cp);
-      if (n <= 0) return static_cast<int>(i);
-      p += n;
-      left -= n;
-    }
-  }
-  return -1;
-}
 
 }  // namespace
 
@@ -152,11 +135,6 @@ void Worker::HandleRequest(const protocol::Message& message) {
   }
   if (job.request.inputs.empty()) {
     SendError(message.request_id, ErrorCode::kBadRequest, "no inputs to embed");
-    return;
-  }
-  if (const int bad = FirstInvalidUtf8(job.request.inputs); bad >= 0) {
-    SendError(message.request_id, ErrorCode::kBadRequest,
-              "input " + std::to_string(bad) + " is not valid UTF-8");
     return;
   }
   ModelRunner* runner = FindRunner(job.request.model, job.request.version);
