@@ -1,5 +1,6 @@
 #include "client/client.h"
 
+#include <optional>
 #include <zmq.hpp>
 
 #include "common/protocol.h"
@@ -21,7 +22,10 @@ struct Client::Socket {
   zmq::socket_t socket{context, zmq::socket_type::dealer};
 };
 
-Client::Client(const std::string& endpoint) : endpoint_(endpoint) { Connect(); }
+Client::Client(const std::string& endpoint, curve::ClientKeys curve)
+    : endpoint_(endpoint), curve_(std::move(curve)) {
+  Connect();
+}
 
 Client::~Client() = default;
 
@@ -30,6 +34,7 @@ void Client::Connect() {
   socket_->socket.set(zmq::sockopt::linger, 0);
   socket_->socket.set(zmq::sockopt::reconnect_ivl, 100);
   socket_->socket.set(zmq::sockopt::reconnect_ivl_max, 2000);
+  curve::MakeClient(socket_->socket, curve_);
   socket_->socket.connect(endpoint_);
 }
 
@@ -122,6 +127,46 @@ protocol::StatusReply Client::Status(std::chrono::milliseconds timeout) {
     throw Error(ErrorCode::kInternal, "malformed status reply: " + error);
   }
   return status;
+}
+
+protocol::ControlReply Client::Load(std::string_view model, std::uint32_t version,
+                                    const ControlOptions& options) {
+  return Manage("load", model, version, options);
+}
+
+protocol::ControlReply Client::Unload(std::string_view model, std::uint32_t version,
+                                      const ControlOptions& options) {
+  return Manage("unload", model, version, options);
+}
+
+protocol::ControlReply Client::Manage(std::string op, std::string_view model, std::uint32_t version,
+                                      const ControlOptions& options) {
+  protocol::ControlRequest control;
+  control.op = std::move(op);
+  control.model = std::string(model);
+  control.version = version;
+  control.workers = options.workers;
+  control.timeout_ms = static_cast<std::uint32_t>(options.timeout.count());
+  // The router answers by its own deadline; wait a little longer for it.
+  const std::string body =
+      Call(static_cast<std::uint8_t>(Command::kControl), protocol::Encode(control),
+           options.timeout + std::chrono::seconds(5), 1);
+  protocol::ControlReply reply;
+  std::string error;
+  if (!protocol::Decode(body, &reply, &error)) {
+    throw Error(ErrorCode::kInternal, "malformed control reply: " + error);
+  }
+  std::string failures;
+  std::optional<ErrorCode> first;
+  for (const auto& r : reply.results) {
+    if (r.ok) continue;
+    if (!first) first = ParseErrorCode(r.code).value_or(ErrorCode::kInternal);
+    failures += (failures.empty() ? "" : "; ") + r.worker + ": " + r.code + ": " + r.message;
+  }
+  if (first) {
+    throw Error(*first, reply.op + " " + reply.model + " failed on " + failures);
+  }
+  return reply;
 }
 
 }  // namespace ember

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/curve.h"
 #include "common/error_code.h"
 #include "common/messages.h"
 
@@ -54,10 +55,22 @@ class Embeddings {
   protocol::EmbedReply reply_;
 };
 
+// Options of model management commands (Load, Unload).
+struct ControlOptions {
+  // Routing ids of the workers to act on; empty: every worker that has the
+  // model (load: in its repository; unload: loaded).
+  std::vector<std::string> workers;
+  std::chrono::milliseconds timeout{600'000};  // large models take a while
+};
+
 class Client {
  public:
-  // Connects (lazily, as ZeroMQ does) to a router's frontend endpoint.
-  explicit Client(const std::string& endpoint);
+  // Connects (lazily, as ZeroMQ does) to a router's frontend endpoint. With
+  // CURVE keys (docs/security.md) the connection is encrypted and the router
+  // admits it only if our public key is on its allow-list; by default the
+  // key files named by $EMBER_CURVE_KEY and $EMBER_CURVE_SERVER_KEY, if set.
+  explicit Client(const std::string& endpoint,
+                  curve::ClientKeys curve = curve::ClientKeys::FromEnvironment());
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -67,8 +80,20 @@ class Client {
   Embeddings Embed(std::string_view model, const std::vector<std::string>& texts,
                    const EmbedOptions& options = {});
 
-  // The router's view of the cluster (CONTROL "status").
+  // The router's view of the cluster (CONTROL "status"; every model version
+  // on every worker, with its state and memory, is in workers[].models).
   protocol::StatusReply Status(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+  // Loads `model` (version 0: the newest in the workers' repositories) and
+  // returns when every target worker has it READY, serving it. A worker's
+  // version policy may retire older versions, which drain and are freed.
+  // Throws ember::Error naming each worker that failed and why.
+  protocol::ControlReply Load(std::string_view model, std::uint32_t version = 0,
+                              const ControlOptions& options = {});
+  // Takes `model` (version 0: every version) out of service; returns when
+  // its last requests are answered and its memory is freed.
+  protocol::ControlReply Unload(std::string_view model, std::uint32_t version = 0,
+                                const ControlOptions& options = {});
 
  private:
   struct Socket;
@@ -80,8 +105,11 @@ class Client {
   std::string CallOnce(std::uint8_t command, const std::string& body,
                        std::chrono::milliseconds timeout);
   void Connect();
+  protocol::ControlReply Manage(std::string op, std::string_view model, std::uint32_t version,
+                                const ControlOptions& options);
 
   std::string endpoint_;
+  curve::ClientKeys curve_;
   std::unique_ptr<Socket> socket_;
   std::uint64_t next_request_id_ = 1;
   bool answered_ = false;  // whether the last attempt got any answer

@@ -1,4 +1,4 @@
-// emberctl: the ember command line (embed, status).
+// emberctl: the ember command line (embed, models, status).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "client/client.h"
+#include "client/keys_command.h"
+#include "client/models_command.h"
 
 namespace {
 
@@ -58,7 +60,11 @@ int Status(const GlobalFlags& flags, bool json) {
     for (const auto& w : status.workers) {
       nlohmann::json models = nlohmann::json::array();
       for (const auto& m : w.models) {
-        models.push_back({{"name", m.name}, {"version", m.version}, {"dim", m.dim}});
+        models.push_back({{"name", m.name},
+                          {"version", m.version},
+                          {"dim", m.dim},
+                          {"state", ember::protocol::ModelStateName(m.state)},
+                          {"memory_bytes", m.memory_bytes}});
       }
       out["workers"].push_back({{"id", w.id},
                                 {"device", w.device},
@@ -71,7 +77,8 @@ int Status(const GlobalFlags& flags, bool json) {
                                 {"weight", w.weight},
                                 {"ewma_ms", w.ewma_ms},
                                 {"p50_ms", w.p50_ms},
-                                {"p99_ms", w.p99_ms}});
+                                {"p99_ms", w.p99_ms},
+                                {"rss_bytes", w.rss_bytes}});
     }
     out["models"] = nlohmann::json::array();
     for (const auto& m : status.models) {
@@ -130,6 +137,9 @@ int main(int argc, char** argv) {
   embed->add_option("--model-version", version, "model version (0: latest)")
       ->check(CLI::Range(0, 1 << 30));
   embed->add_flag("--no-truncate", no_truncate, "fail with TOO_LONG instead of truncating");
+
+  ember::ctl::AddModelsCommand(app, flags.router, flags.timeout_ms);
+  ember::ctl::AddKeysCommand(app);
 
   auto* status = app.add_subcommand("status", "show the router's workers and models");
   bool status_json = false;

@@ -6,7 +6,7 @@
 namespace ember {
 namespace {
 
-constexpr std::array<std::pair<ErrorCode, std::string_view>, 7> kNames = {{
+constexpr std::array<std::pair<ErrorCode, std::string_view>, 8> kNames = {{
     {ErrorCode::kBadRequest, "BAD_REQUEST"},
     {ErrorCode::kUnknownModel, "UNKNOWN_MODEL"},
     {ErrorCode::kOverloaded, "OVERLOADED"},
@@ -14,6 +14,7 @@ constexpr std::array<std::pair<ErrorCode, std::string_view>, 7> kNames = {{
     {ErrorCode::kUnavailable, "UNAVAILABLE"},
     {ErrorCode::kTooLong, "TOO_LONG"},
     {ErrorCode::kInternal, "INTERNAL"},
+    {ErrorCode::kUnauthorized, "UNAUTHORIZED"},
 }};
 
 }  // namespace

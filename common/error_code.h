@@ -18,6 +18,7 @@ enum class ErrorCode {
   kUnavailable,   // the model is known but no worker can serve it right now
   kTooLong,       // an input exceeds the model's maximum length and truncation is off
   kInternal,      // a bug or a failure inside ember; the message says what
+  kUnauthorized,  // the caller's key may not do this (model management needs an admin key)
 };
 
 // The wire name, e.g. "UNKNOWN_MODEL".

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <msgpack.hpp>
+#include <optional>
 
 namespace ember::protocol {
 namespace {
@@ -33,11 +34,39 @@ void PackField(Packer& pk, std::string_view key, const T& value) {
 void PackModels(Packer& pk, const std::vector<ModelInfo>& models) {
   pk.pack_array(static_cast<std::uint32_t>(models.size()));
   for (const auto& m : models) {
-    pk.pack_map(3);
+    pk.pack_map(m.message.empty() ? 5 : 6);
     PackField(pk, "name", m.name);
     PackField(pk, "version", m.version);
     PackField(pk, "dim", m.dim);
+    PackField(pk, "state", ModelStateName(m.state));
+    PackField(pk, "memory_bytes", m.memory_bytes);
+    if (!m.message.empty()) PackField(pk, "message", m.message);
   }
+}
+
+std::optional<ModelState> ParseModelState(std::string_view name) {
+  for (auto s :
+       {ModelState::kLoading, ModelState::kReady, ModelState::kUnloading, ModelState::kFailed}) {
+    if (ModelStateName(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+void PackStrings(Packer& pk, std::string_view key, const std::vector<std::string>& values) {
+  PackKey(pk, key);
+  pk.pack_array(static_cast<std::uint32_t>(values.size()));
+  for (const auto& v : values) pk.pack(v);
+}
+
+void PackResult(Packer& pk, const ControlResult& r) {
+  pk.pack_map(7);
+  PackField(pk, "worker", r.worker);
+  PackField(pk, "ok", r.ok);
+  PackField(pk, "code", r.code);
+  PackField(pk, "message", r.message);
+  PackField(pk, "version", r.version);
+  PackField(pk, "memory_bytes", r.memory_bytes);
+  PackField(pk, "millis", r.millis);
 }
 
 // Unpacks `bytes` as exactly one msgpack map.
@@ -90,6 +119,20 @@ bool Read(const msgpack::object& map, std::string_view key, T* out, Need need, s
   return true;
 }
 
+bool ReadResult(const msgpack::object& map, ControlResult* out, std::string* error) {
+  if (map.type != msgpack::type::MAP) {
+    *error = "each control result must be a map";
+    return false;
+  }
+  return Read(map, "worker", &out->worker, Need::kOptional, error) &&
+         Read(map, "ok", &out->ok, Need::kRequired, error) &&
+         Read(map, "code", &out->code, Need::kOptional, error) &&
+         Read(map, "message", &out->message, Need::kOptional, error) &&
+         Read(map, "version", &out->version, Need::kOptional, error) &&
+         Read(map, "memory_bytes", &out->memory_bytes, Need::kOptional, error) &&
+         Read(map, "millis", &out->millis, Need::kOptional, error);
+}
+
 bool ReadModels(const msgpack::object& map, std::vector<ModelInfo>* out, std::string* error) {
   const msgpack::object* value = Find(map, "models");
   if (value == nullptr) return true;
@@ -103,17 +146,41 @@ bool ReadModels(const msgpack::object& map, std::vector<ModelInfo>* out, std::st
       return false;
     }
     ModelInfo info;
+    std::string state = "READY";  // peers that predate model states serve what they list
     if (!Read(item, "name", &info.name, Need::kRequired, error) ||
         !Read(item, "version", &info.version, Need::kOptional, error) ||
-        !Read(item, "dim", &info.dim, Need::kOptional, error)) {
+        !Read(item, "dim", &info.dim, Need::kOptional, error) ||
+        !Read(item, "state", &state, Need::kOptional, error) ||
+        !Read(item, "memory_bytes", &info.memory_bytes, Need::kOptional, error) ||
+        !Read(item, "message", &info.message, Need::kOptional, error)) {
       return false;
     }
+    const auto parsed = ParseModelState(state);
+    if (!parsed) {
+      *error = "unknown model state '" + state + "'";
+      return false;
+    }
+    info.state = *parsed;
     out->push_back(std::move(info));
   }
   return true;
 }
 
 }  // namespace
+
+std::string_view ModelStateName(ModelState state) {
+  switch (state) {
+    case ModelState::kLoading:
+      return "LOADING";
+    case ModelState::kReady:
+      return "READY";
+    case ModelState::kUnloading:
+      return "UNLOADING";
+    case ModelState::kFailed:
+      return "FAILED";
+  }
+  return "UNKNOWN";
+}
 
 std::string Encode(const EmbedRequest& body) {
   msgpack::sbuffer buffer;
@@ -212,10 +279,12 @@ bool Decode(std::string_view bytes, ErrorBody* out, std::string* error) {
 std::string Encode(const ReadyBody& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(4);
+  pk.pack_map(6);
   PackField(pk, "device", body.device);
   PackField(pk, "capacity", body.capacity);
   PackField(pk, "weight", body.weight);
+  PackField(pk, "session", body.session);
+  PackField(pk, "rss_bytes", body.rss_bytes);
   PackKey(pk, "models");
   PackModels(pk, body.models);
   return ToString(buffer);
@@ -228,21 +297,78 @@ bool Decode(std::string_view bytes, ReadyBody* out, std::string* error) {
   return Read(map, "device", &out->device, Need::kOptional, error) &&
          Read(map, "capacity", &out->capacity, Need::kOptional, error) &&
          Read(map, "weight", &out->weight, Need::kOptional, error) &&
+         Read(map, "session", &out->session, Need::kOptional, error) &&
+         Read(map, "rss_bytes", &out->rss_bytes, Need::kOptional, error) &&
          ReadModels(map, &out->models, error);
 }
 
 std::string Encode(const ControlRequest& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(1);
+  pk.pack_map(5);
   PackField(pk, "op", body.op);
+  PackField(pk, "model", body.model);
+  PackField(pk, "version", body.version);
+  PackStrings(pk, "workers", body.workers);
+  PackField(pk, "timeout_ms", body.timeout_ms);
   return ToString(buffer);
 }
 
 bool Decode(std::string_view bytes, ControlRequest* out, std::string* error) {
   msgpack::object_handle handle;
   if (!UnpackMap(bytes, &handle, error)) return false;
-  return Read(handle.get(), "op", &out->op, Need::kRequired, error);
+  const msgpack::object& map = handle.get();
+  return Read(map, "op", &out->op, Need::kRequired, error) &&
+         Read(map, "model", &out->model, Need::kOptional, error) &&
+         Read(map, "version", &out->version, Need::kOptional, error) &&
+         Read(map, "workers", &out->workers, Need::kOptional, error) &&
+         Read(map, "timeout_ms", &out->timeout_ms, Need::kOptional, error);
+}
+
+std::string Encode(const ControlResult& body) {
+  msgpack::sbuffer buffer;
+  Packer pk(buffer);
+  PackResult(pk, body);
+  return ToString(buffer);
+}
+
+bool Decode(std::string_view bytes, ControlResult* out, std::string* error) {
+  msgpack::object_handle handle;
+  if (!UnpackMap(bytes, &handle, error)) return false;
+  return ReadResult(handle.get(), out, error);
+}
+
+std::string Encode(const ControlReply& body) {
+  msgpack::sbuffer buffer;
+  Packer pk(buffer);
+  pk.pack_map(3);
+  PackField(pk, "op", body.op);
+  PackField(pk, "model", body.model);
+  PackKey(pk, "results");
+  pk.pack_array(static_cast<std::uint32_t>(body.results.size()));
+  for (const auto& r : body.results) PackResult(pk, r);
+  return ToString(buffer);
+}
+
+bool Decode(std::string_view bytes, ControlReply* out, std::string* error) {
+  msgpack::object_handle handle;
+  if (!UnpackMap(bytes, &handle, error)) return false;
+  const msgpack::object& map = handle.get();
+  if (!Read(map, "op", &out->op, Need::kOptional, error) ||
+      !Read(map, "model", &out->model, Need::kOptional, error)) {
+    return false;
+  }
+  const msgpack::object* results = Find(map, "results");
+  if (results == nullptr || results->type != msgpack::type::ARRAY) {
+    *error = "field 'results' must be an array";
+    return false;
+  }
+  for (const auto& item : std::span(results->via.array.ptr, results->via.array.size)) {
+    ControlResult r;
+    if (!ReadResult(item, &r, error)) return false;
+    out->results.push_back(std::move(r));
+  }
+  return true;
 }
 
 std::string Encode(const StatusReply& body) {
@@ -254,7 +380,7 @@ std::string Encode(const StatusReply& body) {
   PackKey(pk, "workers");
   pk.pack_array(static_cast<std::uint32_t>(body.workers.size()));
   for (const auto& w : body.workers) {
-    pk.pack_map(12);
+    pk.pack_map(13);
     PackField(pk, "id", w.id);
     PackField(pk, "device", w.device);
     PackKey(pk, "models");
@@ -268,6 +394,7 @@ std::string Encode(const StatusReply& body) {
     PackField(pk, "ewma_ms", w.ewma_ms);
     PackField(pk, "p50_ms", w.p50_ms);
     PackField(pk, "p99_ms", w.p99_ms);
+    PackField(pk, "rss_bytes", w.rss_bytes);
   }
   PackKey(pk, "models");
   pk.pack_array(static_cast<std::uint32_t>(body.models.size()));
@@ -311,7 +438,8 @@ bool Decode(std::string_view bytes, StatusReply* out, std::string* error) {
         !Read(item, "weight", &w.weight, Need::kOptional, error) ||
         !Read(item, "ewma_ms", &w.ewma_ms, Need::kOptional, error) ||
         !Read(item, "p50_ms", &w.p50_ms, Need::kOptional, error) ||
-        !Read(item, "p99_ms", &w.p99_ms, Need::kOptional, error)) {
+        !Read(item, "p99_ms", &w.p99_ms, Need::kOptional, error) ||
+        !Read(item, "rss_bytes", &w.rss_bytes, Need::kOptional, error)) {
       return false;
     }
     out->workers.push_back(std::move(w));

@@ -44,24 +44,66 @@ struct ErrorBody {
   std::string message;
 };
 
-// One model a worker serves, as announced in READY.
+// Where a model version is in its life on a worker. Only kReady versions
+// receive requests; the others are listed so operators can see a load in
+// progress, a version draining, or why a load failed.
+enum class ModelState : std::uint8_t { kLoading, kReady, kUnloading, kFailed };
+std::string_view ModelStateName(ModelState state);  // "LOADING", "READY", ...
+
+// One model version on a worker, as announced in READY.
 struct ModelInfo {
   std::string name;
   std::uint32_t version = 1;
   std::uint32_t dim = 0;
+  ModelState state = ModelState::kReady;
+  std::uint64_t memory_bytes = 0;  // weights and buffers the backend holds
+  std::string message{};           // why a load failed (kFailed)
 };
 
-// READY body: a worker registers (or re-registers) with the router.
+// READY body: a worker registers with the router, and sends it again whenever
+// its models change. The router acknowledges each READY with a READY of the
+// same request id (and an empty body).
 struct ReadyBody {
   std::string device;
   std::uint32_t capacity = 0;  // requests the worker accepts in flight
   double weight = 1.0;         // relative speed, for weighted balancing
+  // Random per worker process: a READY with the session the router already
+  // has is an update and keeps the worker's requests in flight; a new session
+  // means the process restarted and what it had in flight is lost.
+  std::uint64_t session = 0;
+  std::uint64_t rss_bytes = 0;  // the worker process's resident memory
   std::vector<ModelInfo> models;
 };
 
-// CONTROL body from a client.
+// CONTROL body. From a client to the router: "status", "list", "load",
+// "unload". From the router to a worker: "load", "unload".
 struct ControlRequest {
-  std::string op;  // "status" (load/unload/list come with model management)
+  std::string op;
+  std::string model{};        // load, unload
+  std::uint32_t version = 0;  // load: 0 = the repository's version policy;
+                              // unload: 0 = every version
+  // Routing ids of the workers to act on; empty: every worker that has the
+  // model (load: in its repository; unload: loaded).
+  std::vector<std::string> workers{};
+  std::uint32_t timeout_ms = 0;  // 0: the router's default for control ops
+};
+
+// What one worker did with a load or unload.
+struct ControlResult {
+  std::string worker{};
+  bool ok = false;
+  std::string code{};  // ErrorCode name when !ok
+  std::string message{};
+  std::uint32_t version = 0;  // the version loaded / unloaded
+  std::uint64_t memory_bytes = 0;
+  std::uint32_t millis = 0;  // how long the worker took
+};
+
+// Reply to CONTROL "load" / "unload": one result per worker acted on.
+struct ControlReply {
+  std::string op;
+  std::string model;
+  std::vector<ControlResult> results;
 };
 
 // Reply to CONTROL "status": the router's view of its workers.
@@ -78,6 +120,7 @@ struct WorkerStatus {
   double ewma_ms = 0;  // response time as the router measures it
   double p50_ms = 0;   // over the last 256 replies
   double p99_ms = 0;
+  std::uint64_t rss_bytes = 0;  // the worker process's resident memory
 };
 struct ModelStatus {
   std::string name;
@@ -98,6 +141,8 @@ std::string Encode(const ErrorBody& body);
 std::string Encode(const ReadyBody& body);
 std::string Encode(const ControlRequest& body);
 std::string Encode(const StatusReply& body);
+std::string Encode(const ControlResult& body);
+std::string Encode(const ControlReply& body);
 
 bool Decode(std::string_view bytes, EmbedRequest* out, std::string* error);
 bool Decode(std::string_view bytes, EmbedReply* out, std::string* error);
@@ -105,6 +150,8 @@ bool Decode(std::string_view bytes, ErrorBody* out, std::string* error);
 bool Decode(std::string_view bytes, ReadyBody* out, std::string* error);
 bool Decode(std::string_view bytes, ControlRequest* out, std::string* error);
 bool Decode(std::string_view bytes, StatusReply* out, std::string* error);
+bool Decode(std::string_view bytes, ControlResult* out, std::string* error);
+bool Decode(std::string_view bytes, ControlReply* out, std::string* error);
 
 }  // namespace ember::protocol
 

@@ -98,6 +98,11 @@ std::optional<Envelope> ReceiveRouted(zmq::socket_t& socket) {
   }
   Envelope envelope;
   envelope.peer = frames.front().to_string();
+  // The connection's metadata rides on the frames it sent (not on the
+  // routing-id frame the ROUTER socket makes up).
+  if (frames.size() > 1) {
+    if (const char* user = zmq_msg_gets(frames[1].handle(), "User-Id")) envelope.user_id = user;
+  }
   envelope.message = Decode(std::span<zmq::message_t>(frames).subspan(1), &envelope.error);
   return envelope;
 }

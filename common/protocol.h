@@ -61,6 +61,9 @@ std::optional<Message> Decode(std::span<zmq::message_t> frames, std::string* err
 // decoded message (or the reason it could not be decoded).
 struct Envelope {
   std::string peer;
+  // The ZAP User-Id of the connection (router/zap_handler.h: "admin",
+  // "client", "worker"); empty when the socket has no authentication.
+  std::string user_id;
   std::optional<Message> message;
   std::string error;
 };

@@ -64,6 +64,15 @@ int main(int argc, char** argv) {
                  "largest frontend message; ZeroMQ drops a client that sends more")
       ->check(CLI::Range(std::int64_t{1024}, std::int64_t{1} << 34))
       ->capture_default_str();
+  // CURVE (docs/security.md); off unless --curve-key is given.
+  app.add_option("--curve-key", options.curve_key,
+                 "this router's CURVE key pair file (emberctl keys generate); turns CURVE on");
+  app.add_option("--client-keys", options.client_keys,
+                 "public key file or directory: clients that may embed and see status");
+  app.add_option("--admin-keys", options.admin_keys,
+                 "public key file or directory: clients that may also load and unload models");
+  app.add_option("--worker-keys", options.worker_keys,
+                 "public key file or directory: workers that may register");
   app.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

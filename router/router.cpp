@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/curve.h"
 #include "common/messages.h"
 
 namespace ember::router {
@@ -18,6 +19,16 @@ std::string UnknownModelMessage(const std::string& model, std::uint32_t version)
   std::string what = "no worker serves model '" + model + "'";
   if (version != 0) what += " version " + std::to_string(version);
   return what;
+}
+
+// Whether a CONTROL body only looks (status, list): with CURVE on, any
+// admitted client may do that; everything else needs an admin key. A body
+// that does not decode is let through, to be refused as BAD_REQUEST.
+bool ReadOnlyControl(const std::string& body) {
+  protocol::ControlRequest control;
+  std::string error;
+  if (!protocol::Decode(body, &control, &error)) return true;
+  return control.op == "status" || control.op == "list";
 }
 
 void ConfigureRouterSocket(zmq::socket_t& socket, bool handover) {
@@ -40,6 +51,15 @@ Router::Router(RouterOptions options)
   ConfigureRouterSocket(frontend_, /*handover=*/false);
   frontend_.set(zmq::sockopt::maxmsgsize, options_.max_message_bytes);
   ConfigureRouterSocket(backend_, /*handover=*/true);
+  if (!options_.curve_key.empty()) {
+    // The ZAP handler first: a CURVE socket without one admits every key.
+    zap_ = std::make_unique<ZapHandler>(
+        context_, LoadAllowLists(options_.client_keys, options_.admin_keys, options_.worker_keys));
+    const curve::KeyPair keys = curve::LoadKeyFile(options_.curve_key, /*need_secret=*/true);
+    curve::MakeServer(frontend_, keys, kFrontendDomain);
+    curve::MakeServer(backend_, keys, kBackendDomain);
+    spdlog::info("CURVE on: router key {}", keys.public_key);
+  }
   frontend_.bind(options_.frontend);
   backend_.bind(options_.backend);
   spdlog::info("router listening: clients on {}, workers on {}", options_.frontend,
@@ -72,6 +92,7 @@ void Router::Run(const std::atomic<bool>& stop) {
     if (items[1].revents & ZMQ_POLLIN) HandleFrontend();
     const auto now = Clock::now();
     ExpireDeadlines(now);
+    ExpireControls(now);
     PurgeSilentWorkers(now);
     if (in_grace && now >= startup_grace_end_) {
       in_grace = false;
@@ -104,6 +125,11 @@ void Router::HandleFrontend() {
         HandleRequest(envelope->peer, message);
         break;
       case Command::kControl:
+        if (zap_ && envelope->user_id != "admin" && !ReadOnlyControl(message.body)) {
+          SendError(envelope->peer, message.request_id, ErrorCode::kUnauthorized,
+                    "only an admin key may change the cluster (docs/security.md)");
+          break;
+        }
         HandleControl(envelope->peer, message);
         break;
       default:
@@ -182,6 +208,10 @@ bool Router::Known(const std::string& model, std::uint32_t version, Clock::time_
 
 void Router::RememberModels(const WorkerState& worker, Clock::time_point now) {
   for (const auto& m : worker.models) {
+    // A version still loading counts: requests for it wait for it.
+    if (m.state != protocol::ModelState::kReady && m.state != protocol::ModelState::kLoading) {
+      continue;
+    }
     model_seen_[{m.name, m.version}] = now;
     model_seen_[{m.name, 0}] = now;
   }
@@ -281,11 +311,120 @@ void Router::HandleControl(const std::string& client, const protocol::Message& m
     SendError(client, message.request_id, ErrorCode::kBadRequest, error);
     return;
   }
-  if (control.op != "status") {
+  if (control.op == "status" || control.op == "list") {
+    // "list" is the same picture; emberctl shows it model by model.
+    SendStatus(client, message.request_id);
+  } else if (control.op == "load" || control.op == "unload") {
+    StartControl(client, message.request_id, std::move(control));
+  } else {
     SendError(client, message.request_id, ErrorCode::kBadRequest,
-              "unknown control op '" + control.op + "'");
+              "unknown control op '" + control.op + "' (status, list, load, unload)");
+  }
+}
+
+void Router::StartControl(const std::string& client, std::uint64_t request_id,
+                          protocol::ControlRequest control) {
+  if (control.model.empty()) {
+    SendError(client, request_id, ErrorCode::kBadRequest, control.op + " needs a model name");
     return;
   }
+  std::set<std::string> targets;
+  for (const auto& id : control.workers) {
+    if (workers_.Find(id) == nullptr) {
+      SendError(client, request_id, ErrorCode::kBadRequest, "no worker '" + id + "'");
+      return;
+    }
+    targets.insert(id);
+  }
+  if (targets.empty()) {
+    for (const auto& [id, w] : workers_.workers()) {
+      // load: every worker (those without the model in their repository say
+      // so and are left out of the reply); unload: those that have it.
+      const bool has = std::ranges::any_of(w.models, [&](const protocol::ModelInfo& m) {
+        return m.name == control.model && (control.version == 0 || m.version == control.version);
+      });
+      if (control.op == "load" || has) targets.insert(id);
+    }
+  }
+  if (targets.empty()) {
+    if (workers_.workers().empty()) {
+      SendError(client, request_id, ErrorCode::kUnavailable, "no workers are connected");
+    } else {
+      SendError(client, request_id, ErrorCode::kUnknownModel,
+                UnknownModelMessage(control.model, control.version));
+    }
+    return;
+  }
+  const std::uint64_t id = next_id_++;
+  PendingControl& pending = controls_[id];
+  pending.client = client;
+  pending.client_request_id = request_id;
+  pending.implicit_targets = control.workers.empty();
+  pending.reply.op = control.op;
+  pending.reply.model = control.model;
+  const auto timeout = control.timeout_ms > 0 ? std::chrono::milliseconds(control.timeout_ms)
+                                              : options_.control_timeout;
+  pending.deadline = Clock::now() + timeout;
+  // Workers get the op without a target list: it is about themselves.
+  control.workers.clear();
+  const std::string body = protocol::Encode(control);
+  spdlog::info("{} {}:{} on {} worker(s)", control.op, control.model, control.version,
+               targets.size());
+  for (const auto& w : targets) {
+    pending.waiting.insert(w);
+    if (!protocol::SendRouted(backend_, w, Command::kControl, id, body)) {
+      pending.waiting.erase(w);
+      pending.reply.results.push_back(
+          {.worker = w, .code = "UNAVAILABLE", .message = "worker unreachable"});
+    }
+  }
+  if (pending.waiting.empty()) RecordControl(id, {});
+}
+
+void Router::RecordControl(std::uint64_t id, protocol::ControlResult result) {
+  auto it = controls_.find(id);
+  if (it == controls_.end()) return;
+  PendingControl& c = it->second;
+  if (!result.worker.empty()) {
+    if (c.waiting.erase(result.worker) == 0) return;  // a late or duplicate answer
+    spdlog::info("{} {} on '{}': {} {}", c.reply.op, c.reply.model, result.worker,
+                 result.ok ? "ok" : result.code, result.message);
+    c.reply.results.push_back(std::move(result));
+  }
+  if (!c.waiting.empty()) return;
+  auto& results = c.reply.results;
+  // Asked of every worker, "not in my repository" is no failure as long as
+  // some worker did have the model.
+  const auto not_here = [](const protocol::ControlResult& r) { return r.code == "UNKNOWN_MODEL"; };
+  if (c.implicit_targets && c.reply.op == "load" && !std::ranges::all_of(results, not_here)) {
+    std::erase_if(results, not_here);
+  }
+  protocol::SendRouted(frontend_, c.client, Command::kReply, c.client_request_id,
+                       protocol::Encode(c.reply));
+  controls_.erase(it);
+}
+
+void Router::ExpireControls(Clock::time_point now) {
+  for (auto it = controls_.begin(); it != controls_.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    PendingControl& c = it->second;
+    for (const auto& w : c.waiting) {
+      c.reply.results.push_back({.worker = w,
+                                 .code = "TIMEOUT",
+                                 .message = "no answer before the deadline; the worker may "
+                                            "still finish (see the model list)"});
+    }
+    c.waiting.clear();
+    const std::uint64_t id = it->first;
+    ++it;
+    RecordControl(id, {});
+  }
+}
+
+void Router::SendStatus(const std::string& client, std::uint64_t request_id) {
   const auto now = Clock::now();
   protocol::StatusReply status;
   status.router_version = kRouterVersion;
@@ -305,6 +444,7 @@ void Router::HandleControl(const std::string& client, const protocol::Message& m
     ws.ewma_ms = w.latency.ewma_ms();
     ws.p50_ms = w.latency.PercentileMs(0.5);
     ws.p99_ms = w.latency.PercentileMs(0.99);
+    ws.rss_bytes = w.rss_bytes;
     status.workers.push_back(std::move(ws));
   }
   std::map<std::string, protocol::ModelStatus> models;
@@ -325,8 +465,7 @@ void Router::HandleControl(const std::string& client, const protocol::Message& m
     ms.policy = PolicyKindName(options_.ForModel(name).policy);
     status.models.push_back(std::move(ms));
   }
-  protocol::SendRouted(frontend_, client, Command::kReply, message.request_id,
-                       protocol::Encode(status));
+  protocol::SendRouted(frontend_, client, Command::kReply, request_id, protocol::Encode(status));
 }
 
 void Router::HandleBackend() {
@@ -344,24 +483,7 @@ void Router::HandleBackend() {
 void Router::HandleWorkerMessage(const std::string& id, const protocol::Message& message) {
   const auto now = Clock::now();
   if (message.command == Command::kReady) {
-    protocol::ReadyBody ready;
-    std::string error;
-    if (!protocol::Decode(message.body, &ready, &error)) {
-      spdlog::warn("bad READY from worker '{}': {}", id, error);
-      protocol::SendRouted(backend_, id, Command::kDisconnect, 0, {});
-      return;
-    }
-    if (auto it = options_.worker_weights.find(id); it != options_.worker_weights.end()) {
-      ready.weight = it->second;
-    }
-    spdlog::info("worker '{}' ready on {} with {} model(s), capacity {}, weight {}", id,
-                 ready.device, ready.models.size(), ready.capacity, ready.weight);
-    const std::vector<std::uint64_t> orphans = workers_.Register(id, std::move(ready), now);
-    const WorkerState& worker = *workers_.Find(id);
-    RememberModels(worker, now);
-    std::vector<protocol::ModelInfo> models = worker.models;
-    Redispatch(orphans);
-    DrainQueues(std::move(models));
+    HandleRegistration(id, message);
     return;
   }
   WorkerState* worker = workers_.Find(id);
@@ -380,7 +502,23 @@ void Router::HandleWorkerMessage(const std::string& id, const protocol::Message&
       break;
     case Command::kReply:
     case Command::kError:
-      HandleResult(*worker, message);
+      if (controls_.contains(message.request_id)) {
+        protocol::ControlResult result;
+        std::string error;
+        if (message.command == Command::kReply) {
+          if (!protocol::Decode(message.body, &result, &error)) {
+            result = {.code = "INTERNAL", .message = "bad control reply: " + error};
+          }
+        } else {
+          protocol::ErrorBody body;
+          protocol::Decode(message.body, &body, &error);
+          result = {.code = std::string(ErrorCodeName(body.code)), .message = body.message};
+        }
+        result.worker = id;
+        RecordControl(message.request_id, std::move(result));
+      } else {
+        HandleResult(*worker, message);
+      }
       break;
     case Command::kDisconnect:
       DropWorker(id, "disconnected");
@@ -388,6 +526,67 @@ void Router::HandleWorkerMessage(const std::string& id, const protocol::Message&
     default:
       spdlog::warn("worker '{}' sent unexpected {}", id, protocol::CommandName(message.command));
   }
+}
+
+void Router::HandleRegistration(const std::string& id, const protocol::Message& message) {
+  const auto now = Clock::now();
+  protocol::ReadyBody ready;
+  std::string error;
+  if (!protocol::Decode(message.body, &ready, &error)) {
+    spdlog::warn("bad READY from worker '{}': {}", id, error);
+    protocol::SendRouted(backend_, id, Command::kDisconnect, 0, {});
+    return;
+  }
+  if (auto it = options_.worker_weights.find(id); it != options_.worker_weights.end()) {
+    ready.weight = it->second;
+  }
+  std::vector<protocol::ModelInfo> before;
+  if (const WorkerState* known = workers_.Find(id);
+      known != nullptr && ready.session != 0 && known->session == ready.session) {
+    before = known->models;
+    spdlog::info("worker '{}' models now: {}", id, [&] {
+      std::string list;
+      for (const auto& m : ready.models) {
+        list += (list.empty() ? "" : ", ") + m.name + ":" + std::to_string(m.version) + " " +
+                std::string(protocol::ModelStateName(m.state));
+      }
+      return list;
+    }());
+  } else {
+    spdlog::info("worker '{}' ready on {} with {} model(s), capacity {}, weight {}", id,
+                 ready.device, ready.models.size(), ready.capacity, ready.weight);
+  }
+  const std::vector<std::uint64_t> orphans = workers_.Register(id, std::move(ready), now);
+  // The acknowledgement: requests we sent this worker before now are ahead
+  // of it on the wire, so once it arrives nothing more comes for versions
+  // this READY took out of service (the worker may then free them).
+  protocol::SendRouted(backend_, id, Command::kReady, message.request_id, {});
+  const WorkerState& worker = *workers_.Find(id);
+  RememberModels(worker, now);
+  std::vector<protocol::ModelInfo> models = worker.models;
+  ForgetRemoved(before, now);
+  Redispatch(orphans);
+  DrainQueues(std::move(models));
+}
+
+void Router::ForgetRemoved(const std::vector<protocol::ModelInfo>& before, Clock::time_point now) {
+  auto live = [](const protocol::ModelInfo& m) {
+    return m.state == protocol::ModelState::kReady || m.state == protocol::ModelState::kLoading;
+  };
+  bool forgot = false;
+  for (const auto& gone : before) {
+    bool version_left = false, model_left = false;
+    for (const auto& [wid, w] : workers_.workers()) {
+      for (const auto& m : w.models) {
+        if (m.name != gone.name || !live(m)) continue;
+        model_left = true;
+        version_left |= m.version == gone.version;
+      }
+    }
+    if (!version_left) forgot |= model_seen_.erase({gone.name, gone.version}) > 0;
+    if (!model_left) forgot |= model_seen_.erase({gone.name, 0}) > 0;
+  }
+  if (forgot) FailUnknownQueued(now);
 }
 
 void Router::HandleResult(WorkerState& worker, const protocol::Message& message) {
@@ -429,6 +628,15 @@ void Router::Forget(std::unordered_map<std::uint64_t, Pending>::iterator it) {
 void Router::DropWorker(const std::string& id, const char* why) {
   spdlog::warn("worker '{}' removed: {}", id, why);
   Redispatch(workers_.Remove(id));
+  std::vector<std::uint64_t> waiting;
+  for (const auto& [cid, c] : controls_) {
+    if (c.waiting.contains(id)) waiting.push_back(cid);
+  }
+  for (std::uint64_t cid : waiting) {
+    RecordControl(cid, {.worker = id,
+                        .code = "UNAVAILABLE",
+                        .message = std::string("worker went away (") + why + ")"});
+  }
 }
 
 void Router::Redispatch(const std::vector<std::uint64_t>& ids) {

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "router/policy.h"
 #include "router/router_options.h"
 #include "router/worker_registry.h"
+#include "router/zap_handler.h"
 
 namespace ember::router {
 
@@ -53,6 +55,17 @@ class Router {
     int attempts = 0;
   };
 
+  // A load or unload sent to some workers, answered to the client when the
+  // last of them replies (or dies, or the deadline passes).
+  struct PendingControl {
+    std::string client;
+    std::uint64_t client_request_id = 0;
+    bool implicit_targets = false;  // the client named no workers
+    protocol::ControlReply reply;
+    std::set<std::string> waiting;  // workers yet to answer
+    Clock::time_point deadline;
+  };
+
   // Requests of one model waiting for a worker with credit, oldest first.
   struct ModelQueue {
     std::deque<std::uint64_t> ids;  // may hold ids already answered (skipped)
@@ -63,6 +76,17 @@ class Router {
   void HandleBackend();
   void HandleRequest(const std::string& client, const protocol::Message& message);
   void HandleControl(const std::string& client, const protocol::Message& message);
+  void SendStatus(const std::string& client, std::uint64_t request_id);
+  // Forwards a load or unload to its workers.
+  void StartControl(const std::string& client, std::uint64_t request_id,
+                    protocol::ControlRequest control);
+  // Records one worker's answer to control `id`; replies when all are in.
+  void RecordControl(std::uint64_t id, protocol::ControlResult result);
+  void ExpireControls(Clock::time_point now);
+  void HandleRegistration(const std::string& worker, const protocol::Message& message);
+  // After a worker's update: forgets versions no worker has any more, and
+  // fails requests queued for them.
+  void ForgetRemoved(const std::vector<protocol::ModelInfo>& before, Clock::time_point now);
   void HandleWorkerMessage(const std::string& worker, const protocol::Message& message);
   void HandleResult(WorkerState& worker, const protocol::Message& message);
 
@@ -95,6 +119,9 @@ class Router {
 
   RouterOptions options_;
   zmq::context_t context_;
+  // With CURVE on: admits only allow-listed keys. Declared between the
+  // context and the sockets: it must exist before they accept connections.
+  std::unique_ptr<ZapHandler> zap_;
   zmq::socket_t frontend_;
   zmq::socket_t backend_;
   WorkerRegistry workers_;
@@ -105,6 +132,7 @@ class Router {
   std::uint64_t next_id_ = 1;
   std::uint64_t requests_ = 0;
   std::unordered_map<std::uint64_t, Pending> pending_;
+  std::map<std::uint64_t, PendingControl> controls_;  // by router id, shared with pending_
   std::unordered_map<std::string, std::size_t> client_in_flight_;  // by client routing id
   // (deadline, id) min-heap; entries of answered requests are skipped lazily.
   using DeadlineEntry = std::pair<Clock::time_point, std::uint64_t>;

@@ -29,18 +29,40 @@ void ReadModelOptions(const toml::table& t, ModelOptions* out, const std::filesy
 
 void LoadRouterConfig(const std::filesystem::path& path, RouterOptions* options) {
   const toml::table root = config::ParseFile(path);
-  config::CheckKeys(
-      root,
-      {"frontend", "backend", "heartbeat-ms", "liveness", "default-timeout-ms", "max-attempts",
-       "model-retention-ms", "policy", "max-queue", "log-level", "models", "workers",
-       "max-texts-per-request", "max-text-bytes", "max-in-flight-per-client", "max-message-bytes"},
-      path);
+  config::CheckKeys(root,
+                    {"frontend",
+                     "backend",
+                     "heartbeat-ms",
+                     "liveness",
+                     "default-timeout-ms",
+                     "control-timeout-ms",
+                     "max-attempts",
+                     "model-retention-ms",
+                     "policy",
+                     "max-queue",
+                     "log-level",
+                     "models",
+                     "workers",
+                     "max-texts-per-request",
+                     "max-text-bytes",
+                     "max-in-flight-per-client",
+                     "max-message-bytes",
+                     "curve-key",
+                     "client-keys",
+                     "admin-keys",
+                     "worker-keys"},
+                    path);
   config::ReadString(root, "frontend", &options->frontend, path);
   config::ReadString(root, "backend", &options->backend, path);
   config::ReadString(root, "log-level", &options->log_level, path);
+  config::ReadString(root, "curve-key", &options->curve_key, path);
+  config::ReadString(root, "client-keys", &options->client_keys, path);
+  config::ReadString(root, "admin-keys", &options->admin_keys, path);
+  config::ReadString(root, "worker-keys", &options->worker_keys, path);
   ReadDuration(root, "heartbeat-ms", &options->heartbeat_interval, 10, 60'000, path);
   ReadInt(root, "liveness", &options->liveness, 1, 100, path);
   ReadDuration(root, "default-timeout-ms", &options->default_timeout, 1, 3'600'000, path);
+  ReadDuration(root, "control-timeout-ms", &options->control_timeout, 1, 86'400'000, path);
   ReadInt(root, "max-attempts", &options->max_attempts, 1, 100, path);
   ReadDuration(root, "model-retention-ms", &options->model_retention, 0, 86'400'000, path);
   ReadInt(root, "max-texts-per-request", &options->max_texts_per_request, 1, 10'000'000, path);

@@ -24,7 +24,9 @@ struct RouterOptions {
   std::chrono::milliseconds heartbeat_interval{1000};
   int liveness = 3;  // heartbeats a worker may miss before it is dead
   std::chrono::milliseconds default_timeout{30000};  // for requests without one
-  int max_attempts = 3;                              // dispatches of one request before it fails
+  // For load/unload commands that set none: big models take a while.
+  std::chrono::milliseconds control_timeout{600'000};
+  int max_attempts = 3;  // dispatches of one request before it fails
   // How long requests for a model wait (queued) after its last worker left,
   // before new ones are refused as UNKNOWN_MODEL.
   std::chrono::milliseconds model_retention{60000};
@@ -35,6 +37,11 @@ struct RouterOptions {
   // Largest message accepted on the frontend (ZMQ_MAXMSGSIZE): a bigger one
   // makes ZeroMQ drop that client's connection before ember sees it.
   std::int64_t max_message_bytes = 64 << 20;
+  // CURVE (docs/security.md): on when curve_key names the router's key pair
+  // file. The allow-lists are key files or directories of them; a client key
+  // may embed and look (status, list), an admin key may also load and unload.
+  std::string curve_key;
+  std::string client_keys, admin_keys, worker_keys;
   ModelOptions model_defaults;
   std::map<std::string, ModelOptions, std::less<>> models;    // per-model overrides
   std::map<std::string, double, std::less<>> worker_weights;  // by worker id

@@ -13,20 +13,30 @@ std::vector<std::uint64_t> Ids(const std::unordered_set<std::uint64_t>& set) {
 
 bool WorkerState::Serves(std::string_view model, std::uint32_t version) const {
   return std::any_of(models.begin(), models.end(), [&](const protocol::ModelInfo& m) {
-    return m.name == model && m.version == version;
+    return m.name == model && m.version == version && m.state == protocol::ModelState::kReady;
   });
 }
 
 std::vector<std::uint64_t> WorkerRegistry::Register(const std::string& id,
                                                     protocol::ReadyBody ready,
                                                     Clock::time_point now) {
-  std::vector<std::uint64_t> orphans = Remove(id);
+  std::vector<std::uint64_t> orphans;
+  auto it = workers_.find(id);
+  // The same process telling us its models changed keeps its requests in
+  // flight; a new process (or one that never says its session) starts over.
+  const bool update =
+      it != workers_.end() && ready.session != 0 && it->second.session == ready.session;
+  if (!update) {
+    orphans = Remove(id);
+    workers_[id].registered = now;
+  }
   WorkerState& w = workers_[id];
   w.id = id;
+  w.session = ready.session;
   w.device = std::move(ready.device);
   w.capacity = std::max<std::uint32_t>(ready.capacity, 1);
   w.weight = ready.weight > 0 ? ready.weight : 1.0;
-  w.registered = now;
+  w.rss_bytes = ready.rss_bytes;
   w.models = std::move(ready.models);
   w.last_seen = now;
   return orphans;
@@ -50,7 +60,7 @@ std::optional<std::uint32_t> WorkerRegistry::Resolve(std::string_view model,
   std::optional<std::uint32_t> best;
   for (const auto& [id, w] : workers_) {
     for (const auto& m : w.models) {
-      if (m.name != model) continue;
+      if (m.name != model || m.state != protocol::ModelState::kReady) continue;
       if (version != 0 && m.version == version) return version;
       if (version == 0 && (!best || m.version > *best)) best = m.version;
     }

@@ -22,6 +22,8 @@ using Clock = std::chrono::steady_clock;
 struct WorkerState {
   std::string id;  // the worker's ZeroMQ routing id
   std::string device;
+  std::uint64_t session = 0;  // the worker process's READY session
+  std::uint64_t rss_bytes = 0;
   std::uint32_t capacity = 0;
   double weight = 1.0;  // for weighted round robin and adaptive
   std::vector<protocol::ModelInfo> models;
@@ -37,15 +39,17 @@ struct WorkerState {
     return total == 0 ? 0.0 : static_cast<double>(failed) / static_cast<double>(total);
   }
 
+  // Whether (model, version) is READY here: only those get requests.
   bool Serves(std::string_view model, std::uint32_t version) const;
   bool HasCredit() const { return in_flight.size() < capacity; }
 };
 
 class WorkerRegistry {
  public:
-  // Adds a worker, or replaces the registration of one that sent READY again
-  // (it restarted or reconnected). Returns the request ids the old
-  // registration still had in flight: they will never be answered.
+  // Adds a worker, updates one whose models changed (READY with the same
+  // session), or replaces the registration of one that restarted (a new
+  // session). Returns the request ids a replaced registration still had in
+  // flight: they will never be answered.
   std::vector<std::uint64_t> Register(const std::string& id, protocol::ReadyBody ready,
                                       Clock::time_point now);
 
@@ -55,8 +59,8 @@ class WorkerRegistry {
   WorkerState* Find(std::string_view id);
 
   // The version a request for (model, version) resolves to: `version` itself
-  // if some worker serves it, the highest served version when `version` is 0,
-  // or nullopt when no worker serves it.
+  // if some worker has it READY, the highest READY version when `version` is
+  // 0, or nullopt when no worker has it READY.
   std::optional<std::uint32_t> Resolve(std::string_view model, std::uint32_t version) const;
 
   // Workers serving (model, version), in a stable order (by id).

@@ -58,7 +58,7 @@ Cluster::~Cluster() {
 
 bool Cluster::WaitForWorkers(std::size_t workers, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  Client client(frontend_);
+  Client client(frontend_, options_.client_curve);
   while (std::chrono::steady_clock::now() < deadline) {
     try {
       if (client.Status(std::chrono::milliseconds(500)).workers.size() >= workers) return true;

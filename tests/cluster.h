@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/curve.h"
 #include "tests/process.h"
 
 namespace ember::testing {
@@ -19,6 +20,8 @@ struct ClusterOptions {
   std::vector<std::string> models;  // --model flags given to every worker
   std::vector<std::string> router_args;
   std::vector<std::string> worker_args;
+  // Keys WaitForWorkers uses when the router has CURVE on (router_args).
+  curve::ClientKeys client_curve;
 };
 
 class Cluster {

@@ -25,13 +25,19 @@ LoadResult RunClient(int c, const std::string& frontend, const Reference& refere
   socket.set(zmq::sockopt::linger, 0);
   socket.connect(frontend);
   const std::size_t n = reference.texts.size();
-  std::map<std::uint64_t, std::vector<std::size_t>> outstanding;  // id -> text indexes
+  struct Outstanding {
+    std::vector<std::size_t> picks;  // text indexes
+    std::chrono::steady_clock::time_point sent;
+  };
+  std::map<std::uint64_t, Outstanding> outstanding;
   std::map<std::uint64_t, int> answers;
   const auto deadline = std::chrono::steady_clock::now() + options.limit;
-  while ((result.sent < options.requests_per_client || !outstanding.empty()) &&
-         std::chrono::steady_clock::now() < deadline) {
-    while (result.sent < options.requests_per_client &&
-           outstanding.size() < static_cast<std::size_t>(options.window)) {
+  auto more = [&] {
+    return result.sent < options.requests_per_client &&
+           (options.until == nullptr || !options.until->load());
+  };
+  while ((more() || !outstanding.empty()) && std::chrono::steady_clock::now() < deadline) {
+    while (more() && outstanding.size() < static_cast<std::size_t>(options.window)) {
       const std::uint64_t id = static_cast<std::uint64_t>(c) * 1'000'000 + result.sent;
       protocol::EmbedRequest request;
       request.model = options.model;
@@ -42,7 +48,7 @@ LoadResult RunClient(int c, const std::string& frontend, const Reference& refere
       }
       for (auto p : picks) request.inputs.push_back(reference.texts[p]);
       protocol::SendDealt(socket, protocol::Command::kRequest, id, protocol::Encode(request));
-      outstanding[id] = picks;
+      outstanding[id] = {picks, std::chrono::steady_clock::now()};
       ++result.sent;
     }
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
@@ -70,12 +76,17 @@ LoadResult RunClient(int c, const std::string& frontend, const Reference& refere
         ++result.errors[e.code];
       } else {
         protocol::EmbedReply reply;
-        if (!protocol::Decode(message.body, &reply, &error) || reply.count != it->second.size()) {
+        const auto& picks = it->second.picks;
+        if (!protocol::Decode(message.body, &reply, &error) || reply.count != picks.size()) {
           ++result.wrong;
         } else {
-          for (std::size_t i = 0; i < it->second.size(); ++i) {
+          for (std::size_t i = 0; i < picks.size(); ++i) {
             const auto got = std::span(reply.data).subspan(i * reply.dim, reply.dim);
-            if (MaxAbsDiff(got, reference.vectors[it->second[i]]) > 1e-4f) ++result.wrong;
+            if (MaxAbsDiff(got, reference.vectors[picks[i]]) > 1e-4f) ++result.wrong;
+          }
+          if (options.record) {
+            result.served.push_back(
+                {it->second.sent, std::chrono::steady_clock::now(), reply.version});
           }
           ++result.replies;
           ++result.served_by[reply.worker];
@@ -134,6 +145,7 @@ LoadResult RunLoad(const std::string& frontend, const Reference& reference,
     for (const auto& [code, k] : r.errors) total.errors[code] += k;
     for (const auto& [w, k] : r.served_by) total.served_by[w] += k;
     total.largest_batch = std::max(total.largest_batch, r.largest_batch);
+    total.served.insert(total.served.end(), r.served.begin(), r.served.end());
   }
   return total;
 }

@@ -31,6 +31,16 @@ struct LoadOptions {
   int window = 4;  // requests in flight per client
   std::uint32_t timeout_ms = 60'000;
   std::chrono::seconds limit{120};  // hard bound on the whole run
+  // When set, clients stop sending once it is true (requests_per_client
+  // still bounds them), for load that lasts as long as something else does.
+  const std::atomic<bool>* until = nullptr;
+  bool record = false;  // keep a Served entry per reply
+};
+
+// One reply as a client saw it, for checking which version served when.
+struct Served {
+  std::chrono::steady_clock::time_point sent, received;
+  std::uint32_t version = 0;
 };
 
 struct LoadResult {
@@ -42,6 +52,7 @@ struct LoadResult {
   std::map<ErrorCode, int> errors;
   std::map<std::string, int> served_by;  // worker id -> replies
   std::uint32_t largest_batch = 0;       // texts in the largest batch a reply came from
+  std::vector<Served> served;            // with LoadOptions::record
   int error_count() const;
 };
 

@@ -146,17 +146,35 @@ TEST(MessagesTest, ErrorBodyRoundTripsEveryCode) {
 }
 
 TEST(MessagesTest, ReadyAndStatusRoundTrip) {
-  ReadyBody ready{"cuda:1", 64, 2.5, {{"a", 1, 384}, {"b", 7, 768}}};
+  ReadyBody ready;
+  ready.device = "cuda:1";
+  ready.capacity = 64;
+  ready.weight = 2.5;
+  ready.session = 0x1234'5678'9abc'def0;
+  ready.rss_bytes = 5'000'000'000;
+  ready.models = {{.name = "a", .version = 1, .dim = 384},
+                  {.name = "b",
+                   .version = 7,
+                   .dim = 768,
+                   .state = ModelState::kFailed,
+                   .memory_bytes = 90'000'000,
+                   .message = "corrupt file"}};
   ReadyBody r;
   std::string error;
   ASSERT_TRUE(Decode(Encode(ready), &r, &error)) << error;
   EXPECT_EQ(r.device, "cuda:1");
   EXPECT_EQ(r.capacity, 64u);
   EXPECT_EQ(r.weight, 2.5);
+  EXPECT_EQ(r.session, ready.session);
+  EXPECT_EQ(r.rss_bytes, ready.rss_bytes);
   ASSERT_EQ(r.models.size(), 2u);
+  EXPECT_EQ(r.models[0].state, ModelState::kReady);
   EXPECT_EQ(r.models[1].name, "b");
   EXPECT_EQ(r.models[1].version, 7u);
   EXPECT_EQ(r.models[1].dim, 768u);
+  EXPECT_EQ(r.models[1].state, ModelState::kFailed);
+  EXPECT_EQ(r.models[1].memory_bytes, 90'000'000u);
+  EXPECT_EQ(r.models[1].message, "corrupt file");
 
   StatusReply status;
   status.router_version = "x";
@@ -173,6 +191,49 @@ TEST(MessagesTest, ReadyAndStatusRoundTrip) {
   ASSERT_EQ(s.models.size(), 1u);
   EXPECT_EQ(s.models[0].policy, "adaptive");
   EXPECT_EQ(s.models[0].queued, 17u);
+}
+
+TEST(MessagesTest, ModelManagementRoundTrips) {
+  ControlRequest control{
+      .op = "load", .model = "minilm", .version = 3, .workers = {"w1", "w2"}, .timeout_ms = 9000};
+  ControlRequest c;
+  std::string error;
+  ASSERT_TRUE(Decode(Encode(control), &c, &error)) << error;
+  EXPECT_EQ(c.op, "load");
+  EXPECT_EQ(c.model, "minilm");
+  EXPECT_EQ(c.version, 3u);
+  EXPECT_EQ(c.workers, (std::vector<std::string>{"w1", "w2"}));
+  EXPECT_EQ(c.timeout_ms, 9000u);
+
+  ControlReply reply{.op = "load", .model = "minilm", .results = {}};
+  reply.results.push_back(
+      {.worker = "w1", .ok = true, .version = 3, .memory_bytes = 1 << 30, .millis = 1500});
+  reply.results.push_back({.worker = "w2", .code = "INTERNAL", .message = "out of memory"});
+  ControlReply out;
+  ASSERT_TRUE(Decode(Encode(reply), &out, &error)) << error;
+  ASSERT_EQ(out.results.size(), 2u);
+  EXPECT_TRUE(out.results[0].ok);
+  EXPECT_EQ(out.results[0].memory_bytes, 1u << 30);
+  EXPECT_EQ(out.results[0].millis, 1500u);
+  EXPECT_FALSE(out.results[1].ok);
+  EXPECT_EQ(out.results[1].code, "INTERNAL");
+  EXPECT_EQ(out.results[1].message, "out of memory");
+
+  // An unknown model state is refused, not guessed.
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> pk(buffer);
+  pk.pack_map(1);
+  pk.pack(std::string("models"));
+  pk.pack_array(1);
+  pk.pack_map(2);
+  pk.pack(std::string("name"));
+  pk.pack(std::string("a"));
+  pk.pack(std::string("state"));
+  pk.pack(std::string("SLEEPING"));
+  const std::string bad(buffer.data(), buffer.size());
+  ReadyBody r;
+  EXPECT_FALSE(Decode(bad, &r, &error));
+  EXPECT_NE(error.find("SLEEPING"), std::string::npos) << error;
 }
 
 TEST(MessagesTest, RejectsMalformedBodies) {

@@ -22,6 +22,10 @@ class Backend {
   // Length of each output vector.
   virtual std::int64_t dim() const = 0;
 
+  // Bytes of weights and buffers the model holds (on its device), for
+  // operators deciding what fits; 0 if unknown.
+  virtual std::uint64_t memory_bytes() const { return 0; }
+
   // Token ids of one text, ready for Embed. `truncate` false makes an
   // over-long text an error. Throws ember::Error (BAD_REQUEST, TOO_LONG).
   // Thread-safe, and may run while another thread is in Embed.

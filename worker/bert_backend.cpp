@@ -10,12 +10,12 @@ namespace {
 
 class BertBackend final : public Backend {
  public:
-  BertBackend(WordPieceTokenizer tokenizer, std::unique_ptr<BertModel> model)
-      : tokenizer_(std::move(tokenizer)),
-        model_(std::move(model)),
-        max_length_(static_cast<std::size_t>(model_->max_length())) {}
+  BertBackend(WordPieceTokenizer tokenizer, std::unique_ptr<BertModel> model,
+              std::size_t max_length)
+      : tokenizer_(std::move(tokenizer)), model_(std::move(model)), max_length_(max_length) {}
 
   std::int64_t dim() const override { return model_->dim(); }
+  std::uint64_t memory_bytes() const override { return model_->memory_bytes(); }
 
   // The tokenizer's own limit may exceed the model's (512 vs a
   // sentence-transformers max_seq_length of 256): cut to the model's, keeping
@@ -55,7 +55,7 @@ class BertBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir,
-                                         const BertOptions& options) {
+                                         const BertOptions& options, std::size_t max_length) {
   auto model = BertModel::Load(dir, options);
   WordPieceTokenizer tokenizer = [&] {
     try {
@@ -69,7 +69,14 @@ std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir,
                              std::to_string(tokenizer.vocab_size()) + " tokens but the model " +
                              std::to_string(model->vocab_size()));
   }
-  return std::make_unique<BertBackend>(std::move(tokenizer), std::move(model));
+  // At least [CLS] and [SEP]; never above what the model accepts.
+  const auto model_max = static_cast<std::size_t>(model->max_length());
+  if (max_length == 0 || max_length > model_max) max_length = model_max;
+  if (max_length < 2) {
+    throw std::runtime_error("model '" + dir.string() + "': max length " +
+                             std::to_string(max_length) + " leaves no room for text");
+  }
+  return std::make_unique<BertBackend>(std::move(tokenizer), std::move(model), max_length);
 }
 
 }  // namespace ember::worker

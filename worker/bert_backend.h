@@ -13,10 +13,11 @@
 namespace ember::worker {
 
 // Loads `dir` (config.json, model.safetensors, vocab.txt or tokenizer.json,
-// optional sentence-transformers files). Throws std::runtime_error naming
-// what is missing or wrong.
+// optional sentence-transformers files). `max_length` > 0 caps tokens per
+// text below the model's own limit. Throws std::runtime_error naming what is
+// missing or wrong.
 std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir,
-                                         const BertOptions& options);
+                                         const BertOptions& options, std::size_t max_length = 0);
 
 }  // namespace ember::worker
 

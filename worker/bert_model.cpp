@@ -448,6 +448,22 @@ std::vector<float> BertModel::Embed(const std::vector<std::vector<int32_t>>& ids
 }
 
 int64_t BertModel::dim() const { return impl_->cfg.hidden; }
+
+uint64_t BertModel::memory_bytes() const {
+  const Impl& m = *impl_;
+  uint64_t bytes = 0;
+  for (const at::Tensor* t : {&m.word_emb, &m.pos_emb, &m.type_emb0, &m.emb_ln_w, &m.emb_ln_b}) {
+    bytes += t->nbytes();
+  }
+  for (const Layer& l : m.layers) {
+    for (const at::Tensor* t :
+         {&l.qkv_w, &l.qkv_b, &l.attn_out_w, &l.attn_out_b, &l.ln1_w, &l.ln1_b, &l.inter_w,
+          &l.inter_b, &l.out_w, &l.out_b, &l.ln2_w, &l.ln2_b}) {
+      bytes += t->nbytes();
+    }
+  }
+  return bytes;
+}
 int64_t BertModel::max_length() const { return impl_->max_length; }
 int64_t BertModel::max_position_embeddings() const { return impl_->cfg.max_pos; }
 int64_t BertModel::vocab_size() const { return impl_->cfg.vocab; }

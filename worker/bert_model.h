@@ -54,6 +54,8 @@ class BertModel {
   std::vector<float> Embed(const std::vector<std::vector<int32_t>>& ids) const;
 
   int64_t dim() const;  // hidden_size
+  // Bytes held by the weights (as stored for compute, on the device).
+  uint64_t memory_bytes() const;
   // Longest input to feed: sentence_bert_config.json max_seq_length if present
   // (capped by max_position_embeddings), else max_position_embeddings.
   int64_t max_length() const;

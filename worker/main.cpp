@@ -7,6 +7,7 @@
 #include "common/config_file.h"
 #include "common/shutdown_signal.h"
 #include "worker/model_loader.h"
+#include "worker/model_repository.h"
 #include "worker/worker.h"
 #include "worker/worker_config.h"
 
@@ -43,6 +44,15 @@ int main(int argc, char** argv) {
   app.add_option("--model", model_flags,
                  "NAME[:VERSION]=PATH of a model to serve (repeatable): a HuggingFace / "
                  "sentence-transformers folder or a TorchScript file")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--repository", config.repository,
+                 "model repository: DIR/<model>/<version>/ (docs/models.md)");
+  app.add_option("--version-policy", config.version_policy,
+                 "versions to load and keep: latest, latest:N, all, versions:A,B")
+      ->capture_default_str();
+  app.add_option("--load", config.load,
+                 "NAME[:VERSION] to load from the repository at startup (repeatable; "
+                 "default: every model in it)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--id", options.id, "routing id (default: host/device/pid)");
   app.add_option("--threads", config.threads, "LibTorch intra-op threads (0: LibTorch's default)")
@@ -93,25 +103,49 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  app.add_option("--curve-key", config.curve_key,
+                 "this worker's CURVE key pair file (emberctl keys generate; docs/security.md)");
+  app.add_option("--curve-server-key", config.curve_server_key,
+                 "the router's CURVE public key file; with --curve-key turns CURVE on");
   CLI11_PARSE(app, argc, argv);
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
   if (options.id.empty()) options.id = DefaultId(options.device);
   spdlog::set_level(spdlog::level::from_str(config.log_level));
 
+  // Flags beat the file, for every model and for the repository's defaults.
+  auto apply_flags = [&](ember::worker::BatcherOptions& b) {
+    if (o_size->count()) b.max_batch_size = max_batch_size;
+    if (o_delay->count()) b.max_queue_delay = std::chrono::microseconds(max_queue_delay_us);
+    if (o_tokens->count()) b.max_batch_tokens = max_batch_tokens;
+    if (o_queue->count()) b.max_queue = max_queue;
+    if (o_preferred->count()) b.preferred_batch_sizes = preferred;
+  };
+  apply_flags(batcher);
+
   ember::ShutdownSignal shutdown;
   try {
+    options.curve = ember::curve::ClientKeys::Load(config.curve_key, config.curve_server_key);
     for (const auto& text : model_flags) {
       config.models.push_back(ember::worker::ParseModelFlag(text, batcher));
     }
-    if (config.models.empty()) throw std::invalid_argument("no model to serve: give --model");
+    ember::worker::RepositorySource source;
+    if (!config.repository.empty()) {
+      source.repository = std::make_unique<ember::worker::ModelRepository>(
+          config.repository, ember::worker::VersionPolicy::Parse(config.version_policy), batcher,
+          ember::worker::LoadOptions{.device = options.device, .threads = config.threads});
+      source.startup = ember::worker::StartupLoads(*source.repository, config.load);
+      source.load = [](const ember::worker::ModelSpec& spec) {
+        auto backend = ember::worker::LoadBackend(spec.path, spec.load);
+        ember::worker::WarmUp(*backend);
+        return backend;
+      };
+    }
+    if (config.models.empty() && !source.repository) {
+      throw std::invalid_argument("no model to serve: give --model or --repository");
+    }
     std::vector<ember::worker::LoadedModel> models;
     for (auto& m : config.models) {
-      if (o_size->count()) m.batcher.max_batch_size = max_batch_size;
-      if (o_delay->count())
-        m.batcher.max_queue_delay = std::chrono::microseconds(max_queue_delay_us);
-      if (o_tokens->count()) m.batcher.max_batch_tokens = max_batch_tokens;
-      if (o_queue->count()) m.batcher.max_queue = max_queue;
-      if (o_preferred->count()) m.batcher.preferred_batch_sizes = preferred;
+      apply_flags(m.batcher);
       if (m.batcher.max_batch_tokens == 0) {
         m.batcher.max_batch_tokens = options.device.starts_with("cuda")
                                          ? ember::worker::kGpuBatchTokens
@@ -126,7 +160,7 @@ int main(int argc, char** argv) {
                    m.batcher.max_queue_delay.count());
       models.push_back({{m.name, m.version, 0}, std::move(backend), m.batcher});
     }
-    ember::worker::Worker worker(options, std::move(models));
+    ember::worker::Worker worker(options, std::move(models), std::move(source));
     worker.Run(shutdown.flag());
   } catch (const std::exception& e) {
     spdlog::critical("ember-worker: {}", e.what());

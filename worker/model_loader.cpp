@@ -10,11 +10,18 @@ namespace ember::worker {
 std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path,
                                      const LoadOptions& options) {
   namespace fs = std::filesystem;
-  if (fs::is_directory(path) && fs::exists(path / "config.json")) {
+  const bool is_bert = fs::is_directory(path) && fs::exists(path / "config.json");
+  if (options.backend == "bert" || (options.backend == "auto" && is_bert)) {
     BertOptions bert;
     bert.device = options.device;
     bert.threads = options.threads;
-    return LoadBertBackend(path, bert);
+    bert.pooling = options.pooling;
+    bert.normalize = options.normalize;
+    return LoadBertBackend(path, bert, options.max_length);
+  }
+  if (options.backend != "auto" && options.backend != "torchscript") {
+    throw std::runtime_error("model '" + path.string() + "': unknown backend '" + options.backend +
+                             "' (auto, bert, torchscript)");
   }
   const fs::path script = fs::is_directory(path) ? path / "model.pt" : path;
   if (fs::is_regular_file(script)) {
@@ -24,6 +31,15 @@ std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path,
   throw std::runtime_error("model '" + path.string() +
                            "': neither a HuggingFace folder (config.json + model.safetensors) "
                            "nor a TorchScript file");
+}
+
+void WarmUp(Backend& backend) {
+  const auto ids = backend.Tokenize("ember warm-up", /*truncate=*/true);
+  const auto vectors = backend.Embed({ids, ids});
+  if (vectors.size() != 2 * static_cast<std::size_t>(backend.dim())) {
+    throw std::runtime_error("warm-up returned " + std::to_string(vectors.size()) +
+                             " floats for 2 texts of dim " + std::to_string(backend.dim()));
+  }
 }
 
 }  // namespace ember::worker

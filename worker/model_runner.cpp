@@ -37,8 +37,14 @@ void ModelRunner::Submit(Job job) {
   {
     std::lock_guard lock(mu_);
     intake_.push_back(std::move(job));
+    ++unanswered_;
   }
   schedule_cv_.notify_one();
+}
+
+bool ModelRunner::Idle() {
+  std::lock_guard lock(mu_);
+  return unanswered_ == 0;
 }
 
 std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* request) {
@@ -244,6 +250,10 @@ void ModelRunner::Send(zmq::socket_t& results, std::vector<Outcome>& outcomes) {
     reply.data = std::move(o.request.vectors);
     zmq::send_multipart(results, protocol::Encode(protocol::Command::kReply, o.request_id,
                                                   protocol::Encode(reply)));
+  }
+  {
+    std::lock_guard lock(mu_);
+    unanswered_ -= outcomes.size();
   }
   outcomes.clear();
 }

@@ -60,6 +60,11 @@ class ModelRunner {
   // Queues a job. Thread-safe; never blocks on inference.
   void Submit(Job job);
 
+  // Whether every submitted job has been answered (its reply pushed to the
+  // results socket). Thread-safe. A runner being unloaded is destroyed only
+  // when idle, so draining it loses nothing.
+  bool Idle();
+
  private:
   // A request being assembled from its texts' vectors.
   struct Request {
@@ -99,6 +104,7 @@ class ModelRunner {
   Batcher batcher_;                                      // guarded by mu_
   std::unordered_map<std::uint64_t, Request> requests_;  // guarded by mu_
   std::optional<std::vector<BatchItem>> ready_;          // guarded by mu_
+  std::size_t unanswered_ = 0;                           // guarded by mu_
   bool busy_ = false;                                    // guarded by mu_
   bool stop_ = false;                                    // guarded by mu_
   bool scheduler_done_ = false;                          // guarded by mu_

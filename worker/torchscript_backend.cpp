@@ -37,6 +37,13 @@ class TorchScriptBackend final : public Backend {
 
   std::int64_t dim() const override { return dim_; }
 
+  std::uint64_t memory_bytes() const override {
+    std::uint64_t bytes = 0;
+    for (const auto& p : module_.parameters()) bytes += p.nbytes();
+    for (const auto& b : module_.buffers()) bytes += b.nbytes();
+    return bytes;
+  }
+
   std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
     if (tokenizer_) {
       try {

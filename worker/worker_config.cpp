@@ -12,6 +12,8 @@ using config::Bad;
 using config::ReadDuration;
 using config::ReadInt;
 
+}  // namespace
+
 void ReadBatcher(const toml::table& t, BatcherOptions* out, const std::filesystem::path& path) {
   ReadInt(t, "max-batch-size", &out->max_batch_size, 1, 65'536, path);
   ReadDuration(t, "max-queue-delay-us", &out->max_queue_delay, 0, 10'000'000, path);
@@ -29,26 +31,55 @@ void ReadBatcher(const toml::table& t, BatcherOptions* out, const std::filesyste
   }
 }
 
-}  // namespace
-
 void LoadWorkerConfig(const std::filesystem::path& path, WorkerConfig* config) {
   const toml::table root = config::ParseFile(path);
   config::CheckKeys(root,
-                    {"router", "id", "device", "log-level", "threads", "capacity", "weight",
-                     "heartbeat-ms", "liveness", "max-batch-size", "max-queue-delay-us",
-                     "max-batch-tokens", "max-queue", "preferred-batch-sizes", "models"},
+                    {"router",
+                     "id",
+                     "device",
+                     "log-level",
+                     "threads",
+                     "capacity",
+                     "weight",
+                     "heartbeat-ms",
+                     "liveness",
+                     "max-batch-size",
+                     "max-queue-delay-us",
+                     "max-batch-tokens",
+                     "max-queue",
+                     "preferred-batch-sizes",
+                     "models",
+                     "repository",
+                     "version-policy",
+                     "load",
+                     "curve-key",
+                     "curve-server-key"},
                     path);
   WorkerOptions& w = config->worker;
   config::ReadString(root, "router", &w.router, path);
   config::ReadString(root, "id", &w.id, path);
   config::ReadString(root, "device", &w.device, path);
   config::ReadString(root, "log-level", &config->log_level, path);
+  config::ReadString(root, "curve-key", &config->curve_key, path);
+  config::ReadString(root, "curve-server-key", &config->curve_server_key, path);
   ReadInt(root, "threads", &config->threads, 0, 1024, path);
   ReadInt(root, "capacity", &w.capacity, 1, 1'000'000, path);
   config::ReadDouble(root, "weight", &w.weight, 1e-6, 1e6, path);
   ReadDuration(root, "heartbeat-ms", &w.heartbeat_interval, 10, 60'000, path);
   ReadInt(root, "liveness", &w.liveness, 1, 100, path);
   ReadBatcher(root, &config->batcher_defaults, path);
+  config::ReadString(root, "repository", &config->repository, path);
+  config::ReadString(root, "version-policy", &config->version_policy, path);
+  if (const toml::node* node = root.get("load")) {
+    const toml::array* names = node->as_array();
+    if (names == nullptr) Bad(path, "load", "expected an array of \"NAME\" or \"NAME:VERSION\"");
+    config->load.clear();
+    for (const auto& n : *names) {
+      const auto v = n.value<std::string>();
+      if (!v) Bad(path, "load", "expected strings");
+      config->load.push_back(*v);
+    }
+  }
   if (const toml::table* models = root["models"].as_table()) {
     for (const auto& [name, node] : *models) {
       const std::string key = "models." + std::string(name.str());

@@ -1,0 +1,179 @@
+// libFuzzer target: ember's wire decoders (common/protocol.h Decode and every
+// body Decode in common/messages.h) on arbitrary bytes. Input layout in
+// fuzz/fuzz_input.h.
+//
+// Besides "no crash, no sanitizer report", it checks two properties:
+//   * a decoder either succeeds or says why (a non-empty error), never both;
+//   * what a decoder accepts survives Encode -> Decode unchanged.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/messages.h"
+#include "common/protocol.h"
+#include "fuzz/fuzz_input.h"
+
+namespace ember::fuzz {
+namespace {
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "property violated: %s\n", what);
+    std::abort();
+  }
+}
+
+bool Same(const protocol::EmbedRequest& a, const protocol::EmbedRequest& b) {
+  return a.model == b.model && a.version == b.version && a.inputs == b.inputs &&
+         a.timeout_ms == b.timeout_ms && a.truncate == b.truncate;
+}
+bool Same(const protocol::EmbedReply& a, const protocol::EmbedReply& b) {
+  // Compare vectors bitwise: NaN payloads must survive too.
+  return a.model == b.model && a.version == b.version && a.worker == b.worker && a.dim == b.dim &&
+         a.count == b.count && a.batch_size == b.batch_size && a.data.size() == b.data.size() &&
+         std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
+}
+bool Same(const protocol::ErrorBody& a, const protocol::ErrorBody& b) {
+  return a.code == b.code && a.message == b.message;
+}
+bool SameModels(const std::vector<protocol::ModelInfo>& a,
+                const std::vector<protocol::ModelInfo>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].name != b[i].name || a[i].version != b[i].version || a[i].dim != b[i].dim ||
+        a[i].state != b[i].state || a[i].memory_bytes != b[i].memory_bytes ||
+        a[i].message != b[i].message) {
+      return false;
+    }
+  }
+  return true;
+}
+bool Same(const protocol::ReadyBody& a, const protocol::ReadyBody& b) {
+  // weight is compared bitwise so that NaN equals itself.
+  return a.device == b.device && a.capacity == b.capacity &&
+         std::memcmp(&a.weight, &b.weight, sizeof a.weight) == 0 && SameModels(a.models, b.models);
+}
+bool Same(const protocol::ControlRequest& a, const protocol::ControlRequest& b) {
+  return a.op == b.op && a.model == b.model && a.version == b.version && a.workers == b.workers &&
+         a.timeout_ms == b.timeout_ms;
+}
+bool Same(const protocol::ControlResult& a, const protocol::ControlResult& b) {
+  return a.worker == b.worker && a.ok == b.ok && a.code == b.code && a.message == b.message &&
+         a.version == b.version && a.memory_bytes == b.memory_bytes && a.millis == b.millis;
+}
+bool Same(const protocol::ControlReply& a, const protocol::ControlReply& b) {
+  if (a.op != b.op || a.model != b.model || a.results.size() != b.results.size()) return false;
+  for (std::size_t i = 0; i < a.results.size(); ++i) {
+    if (!Same(a.results[i], b.results[i])) return false;
+  }
+  return true;
+}
+bool Same(const protocol::StatusReply& a, const protocol::StatusReply& b) {
+  if (a.router_version != b.router_version || a.requests != b.requests ||
+      a.workers.size() != b.workers.size() || a.models.size() != b.models.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.workers.size(); ++i) {
+    const auto &x = a.workers[i], &y = b.workers[i];
+    if (x.id != y.id || x.device != y.device || !SameModels(x.models, y.models) ||
+        x.capacity != y.capacity || x.in_flight != y.in_flight || x.completed != y.completed ||
+        x.failed != y.failed || x.last_seen_ms != y.last_seen_ms) {
+      return false;
+    }
+  }
+  for (std::size_t i = 0; i < a.models.size(); ++i) {
+    const auto &x = a.models[i], &y = b.models[i];
+    if (x.name != y.name || x.policy != y.policy || x.queued != y.queued ||
+        x.workers != y.workers) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Decodes `bytes` as a T; if accepted, re-encodes and checks the round trip.
+template <class T>
+void DecodeBody(std::string_view bytes) {
+  T body;
+  std::string error;
+  const bool ok = protocol::Decode(bytes, &body, &error);
+  Check(ok == error.empty(), "a decoder must give a reason exactly when it fails");
+  if (!ok) return;
+  const std::string again = protocol::Encode(body);
+  T decoded;
+  Check(protocol::Decode(again, &decoded, &error), "an encoded body must decode");
+  Check(Same(body, decoded), "Encode -> Decode must give back what was decoded");
+}
+
+void DecodeAll(std::string_view body) {
+  DecodeBody<protocol::EmbedRequest>(body);
+  DecodeBody<protocol::EmbedReply>(body);
+  DecodeBody<protocol::ErrorBody>(body);
+  DecodeBody<protocol::ReadyBody>(body);
+  DecodeBody<protocol::ControlRequest>(body);
+  DecodeBody<protocol::StatusReply>(body);
+  DecodeBody<protocol::ControlResult>(body);
+  DecodeBody<protocol::ControlReply>(body);
+}
+
+void DecodeFrames(std::string_view data) {
+  std::vector<zmq::message_t> frames;
+  for (std::string_view f : SplitFrames(data)) frames.emplace_back(f.data(), f.size());
+  std::string error;
+  const auto message = protocol::Decode(std::span<zmq::message_t>(frames), &error);
+  Check(message.has_value() == error.empty(), "frame decoding gives a reason exactly on failure");
+  if (!message) return;
+  // What decodes must encode to the same frames.
+  auto encoded = protocol::Encode(*message);
+  Check(encoded.size() == frames.size(), "frame count survives a round trip");
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    Check(encoded[i].to_string_view() == frames[i].to_string_view(), "frames survive a round trip");
+  }
+  DecodeAll(message->body);
+}
+
+}  // namespace
+}  // namespace ember::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using ember::fuzz::Mode;
+  if (size == 0) return 0;
+  const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  switch (static_cast<Mode>(data[0] % static_cast<std::uint8_t>(Mode::kCount))) {
+    case Mode::kFrames:
+      ember::fuzz::DecodeFrames(rest);
+      break;
+    case Mode::kEmbedRequest:
+      ember::fuzz::DecodeBody<ember::protocol::EmbedRequest>(rest);
+      break;
+    case Mode::kEmbedReply:
+      ember::fuzz::DecodeBody<ember::protocol::EmbedReply>(rest);
+      break;
+    case Mode::kErrorBody:
+      ember::fuzz::DecodeBody<ember::protocol::ErrorBody>(rest);
+      break;
+    case Mode::kReadyBody:
+      ember::fuzz::DecodeBody<ember::protocol::ReadyBody>(rest);
+      break;
+    case Mode::kControlRequest:
+      ember::fuzz::DecodeBody<ember::protocol::ControlRequest>(rest);
+      break;
+    case Mode::kStatusReply:
+      ember::fuzz::DecodeBody<ember::protocol::StatusReply>(rest);
+      break;
+    case Mode::kControlResult:
+      ember::fuzz::DecodeBody<ember::protocol::ControlResult>(rest);
+      break;
+    case Mode::kControlReply:
+      ember::fuzz::DecodeBody<ember::protocol::ControlReply>(rest);
+      break;
+    case Mode::kCount:
+      break;
+  }
+  return 0;
+}

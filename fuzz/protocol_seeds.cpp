@@ -1,0 +1,112 @@
+#include <string>
+#include <vector>
+
+#include "common/messages.h"
+#include "common/protocol.h"
+#include "fuzz/fuzz_input.h"
+#include "fuzz/seeds.h"
+
+namespace ember::fuzz {
+namespace {
+
+std::string WithMode(Mode mode, const std::string& body) {
+  return std::string(1, static_cast<char>(mode)) + body;
+}
+
+std::vector<std::string> Frames(protocol::Command command, std::uint64_t id,
+                                const std::string& body) {
+  std::vector<std::string> frames;
+  for (auto& f : protocol::Encode(command, id, body)) frames.push_back(f.to_string());
+  return frames;
+}
+
+}  // namespace
+
+std::vector<std::string> ProtocolSeeds() {
+  // Fields are set one by one (not aggregate-initialized) so that new fields
+  // in common/messages.h do not break the seeds.
+  protocol::EmbedRequest request;
+  request.model = "tiny";
+  request.version = 2;
+  request.inputs = {"hello", "你好", ""};
+  request.timeout_ms = 1500;
+  request.truncate = false;
+  protocol::EmbedReply reply;
+  reply.model = "tiny";
+  reply.version = 1;
+  reply.worker = "w1";
+  reply.dim = 2;
+  reply.count = 2;
+  reply.batch_size = 2;
+  reply.data = {0.5f, -1.0f, 2.0f, 0.0f};
+  protocol::ErrorBody error;
+  error.code = ErrorCode::kOverloaded;
+  error.message = "retry later";
+  protocol::ModelInfo tiny, minilm;
+  tiny.name = "tiny";
+  tiny.dim = 64;
+  minilm.name = "minilm";
+  minilm.version = 3;
+  minilm.dim = 384;
+  protocol::ReadyBody ready;
+  ready.device = "cuda:0";
+  ready.capacity = 64;
+  ready.weight = 1.5;
+  ready.models = {tiny, minilm};
+  protocol::ControlRequest control;
+  control.op = "status";
+  protocol::ControlRequest load;
+  load.op = "load";
+  load.model = "tiny";
+  load.version = 2;
+  load.workers = {"w1", "w2"};
+  load.timeout_ms = 60'000;
+  protocol::ControlResult result;
+  result.worker = "w1";
+  result.code = "UNKNOWN_MODEL";
+  result.message = "no such version";
+  result.version = 2;
+  result.memory_bytes = 1 << 20;
+  result.millis = 15;
+  protocol::ControlReply control_reply;
+  control_reply.op = "load";
+  control_reply.model = "tiny";
+  control_reply.results = {result, result};
+  control_reply.results[1].ok = true;
+  protocol::StatusReply status;
+  status.router_version = "ember-router 0.1";
+  status.requests = 7;
+  protocol::WorkerStatus worker;
+  worker.id = "w1";
+  worker.device = "cpu";
+  worker.models = ready.models;
+  worker.capacity = 4;
+  status.workers = {worker};
+  protocol::ModelStatus model_status;
+  model_status.name = "tiny";
+  model_status.policy = "adaptive";
+  model_status.queued = 3;
+  model_status.workers = 1;
+  status.models = {model_status};
+
+  std::vector<std::string> seeds = {
+      WithMode(Mode::kEmbedRequest, protocol::Encode(request)),
+      WithMode(Mode::kEmbedReply, protocol::Encode(reply)),
+      WithMode(Mode::kErrorBody, protocol::Encode(error)),
+      WithMode(Mode::kReadyBody, protocol::Encode(ready)),
+      WithMode(Mode::kControlRequest, protocol::Encode(control)),
+      WithMode(Mode::kStatusReply, protocol::Encode(status)),
+      WithMode(Mode::kControlRequest, protocol::Encode(load)),
+      WithMode(Mode::kControlResult, protocol::Encode(result)),
+      WithMode(Mode::kControlReply, protocol::Encode(control_reply)),
+      JoinFrames(Frames(protocol::Command::kRequest, 1, protocol::Encode(request))),
+      JoinFrames(Frames(protocol::Command::kReply, 2, protocol::Encode(reply))),
+      JoinFrames(Frames(protocol::Command::kError, 3, protocol::Encode(error))),
+      JoinFrames(Frames(protocol::Command::kReady, 0, protocol::Encode(ready))),
+      JoinFrames(Frames(protocol::Command::kHeartbeat, 0, "")),
+      JoinFrames(Frames(protocol::Command::kControl, 4, protocol::Encode(control))),
+  };
+  return seeds;
+}
+
+}  // namespace ember::fuzz

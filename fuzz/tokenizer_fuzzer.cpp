@@ -1,0 +1,145 @@
+// libFuzzer target: the WordPiece tokenizer (worker/wordpiece_tokenizer.h) on
+// arbitrary text, under every option combination.
+//
+//   byte 0   option bits: 1 lowercase, 2 strip_accents set, 4 its value,
+//            8 tokenize_chinese_chars, 16 split_special_tokens, 32 truncate
+//   byte 1   max_length selector (see kMaxLengths)
+//   rest     the text, any bytes
+//
+// Properties checked on every input, beyond "no crash, no sanitizer report":
+//   * kBadUtf8 exactly when the text is not well-formed UTF-8 (checked by an
+//     independent validator here);
+//   * kTooLong only when truncate is off;
+//   * a result is [CLS] ... [SEP], at most max_length ids, all in the
+//     vocabulary, and `truncated` only when it is exactly max_length long.
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "worker/wordpiece_tokenizer.h"
+
+namespace ember::fuzz {
+namespace {
+
+using worker::TokenizerError;
+using worker::TokenizerErrorCode;
+using worker::WordPieceTokenizer;
+
+constexpr std::array<std::size_t, 4> kMaxLengths = {2, 3, 16, 512};
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "property violated: %s\n", what);
+    std::abort();
+  }
+}
+
+// A small vocabulary with every kind of token the algorithm treats specially:
+// specials, whole words, "##" continuations, punctuation, CJK, accented text.
+std::vector<std::string> Vocabulary() {
+  std::vector<std::string> v = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  for (char c = 'a'; c <= 'z'; ++c) {
+    v.emplace_back(1, c);
+    v.push_back(std::string("##") + c);
+  }
+  for (char c = '0'; c <= '9'; ++c) v.emplace_back(1, c);
+  for (const char* w :
+       {"hello", "world", "##ing", "##ed", "em",   "##bed", "un",     "##aff", "##able", ".",
+        ",",     "!",     "?",     "'",    "-",    "(",     ")",      "[",     "]",      "你",
+        "好",    "世",    "界",    "é",    "café", "naïve", "straße", "ǆ",     "ﬁ",      "İ"}) {
+    v.emplace_back(w);
+  }
+  return v;
+}
+
+const WordPieceTokenizer& TokenizerFor(std::uint8_t flags, std::uint8_t length_selector) {
+  // One tokenizer per option combination (5 option bits x max lengths),
+  // built on first use: building one per input would drown the signal.
+  static std::array<std::unique_ptr<WordPieceTokenizer>, 32 * kMaxLengths.size()> all;
+  const std::size_t bits = flags & 0x1f;
+  const std::size_t length_index = length_selector % kMaxLengths.size();
+  auto& slot = all[bits * kMaxLengths.size() + length_index];
+  if (!slot) {
+    worker::TokenizerOptions options;
+    options.lowercase = flags & 1;
+    if (flags & 2) options.strip_accents = (flags & 4) != 0;
+    options.tokenize_chinese_chars = flags & 8;
+    options.split_special_tokens = flags & 16;
+    options.max_length = kMaxLengths[length_index];
+    slot =
+        std::make_unique<WordPieceTokenizer>(WordPieceTokenizer::FromTokens(Vocabulary(), options));
+  }
+  return *slot;
+}
+
+// Well-formed UTF-8 per RFC 3629: no overlong forms, no surrogates, nothing
+// above U+10FFFF. Written independently of the tokenizer's own check.
+bool WellFormedUtf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto b0 = static_cast<std::uint8_t>(s[i]);
+    if (b0 < 0x80) {
+      ++i;
+      continue;
+    }
+    int extra;
+    std::uint32_t cp, min;
+    if ((b0 & 0xe0) == 0xc0) {
+      extra = 1, cp = b0 & 0x1f, min = 0x80;
+    } else if ((b0 & 0xf0) == 0xe0) {
+      extra = 2, cp = b0 & 0x0f, min = 0x800;
+    } else if ((b0 & 0xf8) == 0xf0) {
+      extra = 3, cp = b0 & 0x07, min = 0x10000;
+    } else {
+      return false;
+    }
+    if (i + extra >= s.size()) return false;  // truncated sequence
+    for (int k = 1; k <= extra; ++k) {
+      const auto b = static_cast<std::uint8_t>(s[i + k]);
+      if ((b & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (b & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
+}  // namespace
+}  // namespace ember::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace ember::fuzz;
+  if (size < 2) return 0;
+  const std::uint8_t flags = data[0];
+  const bool truncate = flags & 32;
+  const WordPieceTokenizer& tokenizer = TokenizerFor(flags, data[1]);
+  const std::string_view text(reinterpret_cast<const char*>(data) + 2, size - 2);
+  const bool valid = WellFormedUtf8(text);
+  try {
+    const ember::worker::Encoding e = tokenizer.Encode(text, truncate);
+    Check(valid, "invalid UTF-8 must be rejected");
+    const std::size_t max_length = tokenizer.options().max_length;
+    Check(e.ids.size() >= 2 && e.ids.size() <= max_length, "2 <= ids <= max_length");
+    Check(e.ids.front() == tokenizer.cls_id() && e.ids.back() == tokenizer.sep_id(),
+          "ids are [CLS] ... [SEP]");
+    for (const std::int32_t id : e.ids) {
+      Check(id >= 0 && static_cast<std::size_t>(id) < tokenizer.vocab_size(), "ids in vocabulary");
+    }
+    Check(!e.truncated || (truncate && e.ids.size() == max_length),
+          "truncated only when cut to max_length");
+  } catch (const TokenizerError& error) {
+    if (error.code() == TokenizerErrorCode::kBadUtf8) {
+      Check(!valid, "valid UTF-8 must not be rejected as bad");
+    } else {
+      Check(error.code() == TokenizerErrorCode::kTooLong && !truncate && valid,
+            "only kTooLong, only without truncation, only for valid text");
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,31 @@
+#include "gateway/embedding_call.h"
+
+#include <charconv>
+#include <limits>
+
+#include "gateway/http_error.h"
+
+namespace ember::gateway {
+
+void ParseModelName(std::string_view spec, EmbeddingCall* call) {
+  std::string_view name = spec;
+  std::uint32_t version = 0;
+  const std::size_t colon = spec.rfind(':');
+  if (colon != std::string_view::npos) {
+    const std::string_view suffix = spec.substr(colon + 1);
+    std::uint64_t parsed = 0;
+    const auto [end, ec] = std::from_chars(suffix.data(), suffix.data() + suffix.size(), parsed);
+    if (suffix == "latest") {
+      name = spec.substr(0, colon);
+    } else if (!suffix.empty() && ec == std::errc() && end == suffix.data() + suffix.size() &&
+               parsed > 0 && parsed <= std::numeric_limits<std::uint32_t>::max()) {
+      name = spec.substr(0, colon);
+      version = static_cast<std::uint32_t>(parsed);
+    }
+  }
+  if (name.empty()) throw BadRequest("'model' must name a model (\"name\" or \"name:version\")");
+  call->model = std::string(name);
+  call->version = version;
+}
+
+}  // namespace ember::gateway

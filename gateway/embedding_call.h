@@ -1,0 +1,29 @@
+// What an HTTP embedding request asks of the cluster, whichever API it came
+// through (OpenAI /v1/embeddings or TEI /embed): the parsers fill one of
+// these, the gateway turns it into one ember::Client::Embed call.
+#ifndef EMBER_GATEWAY_EMBEDDING_CALL_H_
+#define EMBER_GATEWAY_EMBEDDING_CALL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ember::gateway {
+
+struct EmbeddingCall {
+  std::string model;
+  std::uint32_t version = 0;  // 0: the latest version the cluster serves
+  std::vector<std::string> texts;
+  std::optional<bool> truncate;  // unset: ember's default (truncate)
+};
+
+// Splits "name:version" (version a positive integer, or "latest" = 0) into
+// name and version; any other string is a bare name, version 0. Throws
+// HttpError 400 for an empty name.
+void ParseModelName(std::string_view spec, EmbeddingCall* call);
+
+}  // namespace ember::gateway
+
+#endif  // EMBER_GATEWAY_EMBEDDING_CALL_H_

@@ -1,0 +1,224 @@
+#include "gateway/gateway.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "gateway/http_error.h"
+#include "gateway/openai_api.h"
+#include "gateway/tei_api.h"
+
+namespace ember::gateway {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kJson = "application/json";
+
+// Embeds on a pooled client. After a timeout or UNAVAILABLE the client's
+// socket may hold requests for a router that is gone: drop it.
+Embeddings Embed(ClientPool& pool, const EmbeddingCall& call, const GatewayOptions& options) {
+  ClientPool::Lease client = pool.Acquire();
+  EmbedOptions embed;
+  embed.version = call.version;
+  embed.truncate = call.truncate.value_or(true);
+  embed.timeout = options.timeout;
+  embed.attempts = options.attempts;
+  try {
+    return client->Embed(call.model, call.texts, embed);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kUnavailable) client.Discard();
+    throw;
+  }
+}
+
+// Runs `handle`, turning any failure into an error response written by
+// `error_json`, and records the request in `metrics`.
+template <class Handle, class ErrorJson>
+void Serve(GatewayMetrics& metrics, const char* route, httplib::Response& response, Handle handle,
+           ErrorJson error_json) {
+  const auto start = Clock::now();
+  metrics.Begin();
+  std::size_t texts = 0;
+  try {
+    texts = handle();
+    response.status = 200;  // httplib's default (-1) becomes 200 only after we return
+  } catch (const HttpError& e) {
+    response.status = e.status();
+    response.set_content(error_json(e), kJson);
+  } catch (const Error& e) {
+    const HttpError mapped = FromEmberError(e);
+    response.status = mapped.status();
+    response.set_content(error_json(mapped), kJson);
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}", route, e.what());
+    const HttpError internal(500, "server_error", "INTERNAL", e.what());
+    response.status = 500;
+    response.set_content(error_json(internal), kJson);
+  }
+  if (response.status >= 500)
+    spdlog::warn("{} answered {}: {}", route, response.status, response.body);
+  metrics.End();
+  metrics.Record(route, response.status,
+                 std::chrono::duration<double>(Clock::now() - start).count(), texts);
+}
+
+}  // namespace
+
+Gateway::Gateway(GatewayOptions options)
+    : options_(std::move(options)),
+      pool_(options_.router),
+      server_(std::make_unique<httplib::Server>()) {
+  httplib::Server& server = *server_;
+  const auto threads = static_cast<std::size_t>(options_.threads);
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.set_payload_max_length(options_.max_body_bytes);
+  server.set_keep_alive_max_count(1000);
+  // httplib writes headers and body separately; without TCP_NODELAY, Nagle
+  // plus the client's delayed ACK adds ~40 ms to every keep-alive response.
+  server.set_tcp_nodelay(true);
+
+  server.Post("/v1/embeddings",
+              [this](const httplib::Request& request, httplib::Response& response) {
+                OpenAiEmbeddings(request, response);
+              });
+  server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& response) {
+    OpenAiModels(response);
+  });
+  server.Post("/embed", [this](const httplib::Request& request, httplib::Response& response) {
+    TeiEmbed(request, response);
+  });
+  server.Get("/health",
+             [this](const httplib::Request&, httplib::Response& response) { Health(response); });
+  server.Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
+    response.set_content(metrics_.Render(), "text/plain; version=0.0.4");
+  });
+  // Errors httplib produces itself (unknown path 404, body too large 413,
+  // ...) get the same JSON shape as ours; responses with a body are ours.
+  server.set_error_handler(httplib::Server::HandlerWithResponse(
+      [this](const httplib::Request& request, httplib::Response& response) {
+        if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string message = "HTTP " + std::to_string(response.status);
+        if (response.status == 404)
+          message = "no such endpoint: " + request.method + " " + request.path;
+        if (response.status == 413) {
+          message = "request body over " + std::to_string(options_.max_body_bytes) + " bytes";
+        }
+        const HttpError error(response.status, "invalid_request_error", "BAD_REQUEST", message);
+        response.set_content(OpenAiErrorJson(error), kJson);
+        metrics_.Record("other", response.status, 0, 0);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  server.set_logger([](const httplib::Request& request, const httplib::Response& response) {
+    spdlog::debug("{} {} -> {}", request.method, request.path, response.status);
+  });
+}
+
+Gateway::~Gateway() = default;
+
+int Gateway::Bind() {
+  if (options_.port == 0) {
+    const int port = server_->bind_to_any_port(options_.host);
+    if (port < 0) throw std::runtime_error("cannot bind " + options_.host + ":0");
+    return port;
+  }
+  if (!server_->bind_to_port(options_.host, options_.port)) {
+    throw std::runtime_error("cannot bind " + options_.host + ":" + std::to_string(options_.port));
+  }
+  return options_.port;
+}
+
+void Gateway::Run(const std::atomic<bool>& stop) {
+  std::atomic<bool> done{false};
+  std::thread listener([&] {
+    if (!server_->listen_after_bind()) spdlog::error("ember-gateway: the HTTP server failed");
+    done.store(true);
+  });
+  while (!stop.load() && !done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // stop() closes the listening socket; listen_after_bind() then drains the
+  // handler threads and returns.
+  server_->stop();
+  listener.join();
+}
+
+void Gateway::OpenAiEmbeddings(const httplib::Request& request, httplib::Response& response) {
+  Serve(
+      metrics_, "/v1/embeddings", response,
+      [&] {
+        const OpenAiRequest parsed = ParseOpenAiRequest(request.body);
+        const Embeddings embeddings = Embed(pool_, parsed.call, options_);
+        response.set_content(FormatOpenAiResponse(parsed, embeddings), kJson);
+        return parsed.call.texts.size();
+      },
+      OpenAiErrorJson);
+}
+
+void Gateway::TeiEmbed(const httplib::Request& request, httplib::Response& response) {
+  Serve(
+      metrics_, "/embed", response,
+      [&] {
+        const TeiRequest parsed = ParseTeiRequest(request.body, options_.default_model);
+        const Embeddings embeddings = Embed(pool_, parsed.call, options_);
+        response.set_content(FormatTeiResponse(parsed, embeddings), kJson);
+        return parsed.call.texts.size();
+      },
+      TeiErrorJson);
+}
+
+void Gateway::OpenAiModels(httplib::Response& response) {
+  Serve(
+      metrics_, "/v1/models", response,
+      [&] {
+        ClientPool::Lease client = pool_.Acquire();
+        protocol::StatusReply status;
+        try {
+          status = client->Status(options_.health_timeout);
+        } catch (const Error&) {
+          client.Discard();
+          throw;
+        }
+        std::set<std::string> names;
+        for (const auto& worker : status.workers) {
+          for (const auto& model : worker.models) names.insert(model.name);
+        }
+        nlohmann::json data = nlohmann::json::array();
+        for (const auto& name : names) {
+          data.push_back(
+              {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "ember"}});
+        }
+        response.set_content(nlohmann::json{{"object", "list"}, {"data", data}}.dump(), kJson);
+        return std::size_t{0};
+      },
+      OpenAiErrorJson);
+}
+
+void Gateway::Health(httplib::Response& response) {
+  const auto start = Clock::now();
+  nlohmann::json body;
+  ClientPool::Lease client = pool_.Acquire();
+  try {
+    const protocol::StatusReply status = client->Status(options_.health_timeout);
+    std::set<std::string> names;
+    for (const auto& worker : status.workers) {
+      for (const auto& model : worker.models) names.insert(model.name);
+    }
+    body = {{"status", status.workers.empty() ? "unavailable" : "ok"},
+            {"workers", status.workers.size()},
+            {"models", names}};
+    if (status.workers.empty()) body["reason"] = "the router has no workers";
+    response.status = status.workers.empty() ? 503 : 200;
+  } catch (const Error& e) {
+    client.Discard();
+    body = {{"status", "unavailable"},
+            {"reason", "router " + options_.router + ": " + std::string(ErrorCodeName(e.code())) +
+                           ": " + e.what()}};
+    response.status = 503;
+  }
+  response.set_content(body.dump(), kJson);
+  metrics_.Record("/health", response.status,
+                  std::chrono::duration<double>(Clock::now() - start).count(), 0);
+}
+
+}  // namespace ember::gateway

@@ -1,0 +1,67 @@
+// ember-gateway: an HTTP front door to an ember cluster. It speaks OpenAI's
+// embeddings API (POST /v1/embeddings, GET /v1/models) and TEI's (POST
+// /embed), and reports its health (GET /health: 200 only when the router
+// answers and has workers) and its own counters (GET /metrics).
+//
+// Each HTTP request is one ember::Client::Embed call on a Client borrowed
+// from a pool (ZeroMQ sockets are single-threaded); the router does the
+// batching and balancing, so the gateway holds no queue of its own.
+#ifndef EMBER_GATEWAY_GATEWAY_H_
+#define EMBER_GATEWAY_GATEWAY_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "gateway/client_pool.h"
+#include "gateway/gateway_metrics.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace ember::gateway {
+
+struct GatewayOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (Bind() says which)
+  std::string router = "tcp://127.0.0.1:5555";
+  int threads = 8;                            // HTTP handler threads = requests handled at once
+  std::chrono::milliseconds timeout{30'000};  // per request, as the router enforces it
+  std::chrono::milliseconds health_timeout{2'000};     // for GET /health
+  int attempts = 1;                                    // ember::EmbedOptions::attempts
+  std::size_t max_body_bytes = std::size_t{16} << 20;  // larger bodies get 413
+  std::string default_model;                           // for TEI /embed without "model"
+};
+
+class Gateway {
+ public:
+  explicit Gateway(GatewayOptions options);
+  ~Gateway();
+  Gateway(const Gateway&) = delete;
+  Gateway& operator=(const Gateway&) = delete;
+
+  // Binds the listening socket; returns the port. Throws on failure.
+  int Bind();
+  // Serves until `stop` becomes true (checked every 100 ms). Call Bind() first.
+  void Run(const std::atomic<bool>& stop);
+
+ private:
+  void OpenAiEmbeddings(const httplib::Request& request, httplib::Response& response);
+  void OpenAiModels(httplib::Response& response);
+  void TeiEmbed(const httplib::Request& request, httplib::Response& response);
+  void Health(httplib::Response& response);
+
+  GatewayOptions options_;
+  ClientPool pool_;
+  GatewayMetrics metrics_;
+  std::unique_ptr<httplib::Server> server_;
+};
+
+}  // namespace ember::gateway
+
+#endif  // EMBER_GATEWAY_GATEWAY_H_

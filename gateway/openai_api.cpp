@@ -1,0 +1,111 @@
+#include "gateway/openai_api.h"
+
+#include <nlohmann/json.hpp>
+
+#include "gateway/base64.h"
+#include "gateway/http_error.h"
+#include "gateway/json_floats.h"
+
+namespace ember::gateway {
+namespace {
+
+using nlohmann::json;
+
+json ParseObject(std::string_view body) {
+  json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded()) throw BadRequest("the request body is not valid JSON");
+  if (!request.is_object()) throw BadRequest("the request body must be a JSON object");
+  return request;
+}
+
+}  // namespace
+
+OpenAiRequest ParseOpenAiRequest(std::string_view body) {
+  const json request = ParseObject(body);
+  OpenAiRequest out;
+
+  const auto model = request.find("model");
+  if (model == request.end() || !model->is_string()) {
+    throw BadRequest("'model' is required and must be a string");
+  }
+  ParseModelName(model->get_ref<const std::string&>(), &out.call);
+
+  const auto input = request.find("input");
+  if (input == request.end()) throw BadRequest("'input' is required");
+  if (input->is_string()) {
+    out.call.texts.push_back(input->get<std::string>());
+  } else if (input->is_array()) {
+    if (input->empty()) throw BadRequest("'input' must not be an empty array");
+    out.call.texts.reserve(input->size());
+    for (const json& item : *input) {
+      if (!item.is_string()) {
+        throw BadRequest(
+            "'input' must be a string or an array of strings (token id inputs are not supported)");
+      }
+      out.call.texts.push_back(item.get<std::string>());
+    }
+  } else {
+    throw BadRequest("'input' must be a string or an array of strings");
+  }
+
+  const auto format = request.find("encoding_format");
+  if (format != request.end() && !format->is_null()) {
+    if (*format == "base64") {
+      out.base64 = true;
+    } else if (*format != "float") {
+      throw BadRequest("'encoding_format' must be \"float\" or \"base64\"");
+    }
+  }
+  const auto dimensions = request.find("dimensions");
+  if (dimensions != request.end() && !dimensions->is_null()) {
+    if (!dimensions->is_number_unsigned() || dimensions->get<std::uint64_t>() == 0 ||
+        dimensions->get<std::uint64_t>() > UINT32_MAX) {
+      throw BadRequest("'dimensions' must be a positive integer");
+    }
+    out.dimensions = dimensions->get<std::uint32_t>();
+  }
+  const auto truncate = request.find("truncate");
+  if (truncate != request.end() && !truncate->is_null()) {
+    if (!truncate->is_boolean()) throw BadRequest("'truncate' must be a boolean");
+    out.call.truncate = truncate->get<bool>();
+  }
+  // "user" and unknown keys are accepted and ignored, as OpenAI does.
+  return out;
+}
+
+std::string FormatOpenAiResponse(const OpenAiRequest& request, const Embeddings& embeddings) {
+  if (request.dimensions && *request.dimensions != embeddings.dim()) {
+    throw BadRequest("model '" + embeddings.model() + "' gives " +
+                     std::to_string(embeddings.dim()) + " dimensions; 'dimensions' asked for " +
+                     std::to_string(*request.dimensions));
+  }
+  std::string out;
+  // Decimal floats take up to ~15 bytes each; reserve once.
+  out.reserve(128 + embeddings.size() * (64 + embeddings.dim() * (request.base64 ? 6 : 15)));
+  out += R"({"object":"list","data":[)";
+  for (std::size_t i = 0; i < embeddings.size(); ++i) {
+    if (i > 0) out += ',';
+    out += R"({"object":"embedding","index":)";
+    out += std::to_string(i);
+    out += R"(,"embedding":)";
+    const std::span<const float> vector = embeddings[i];
+    if (request.base64) {
+      out += '"';
+      // float32 little-endian, as OpenAI sends it (and as ember holds it on
+      // the little-endian hosts it supports).
+      AppendBase64(std::string_view(reinterpret_cast<const char*>(vector.data()),
+                                    vector.size() * sizeof(float)),
+                   &out);
+      out += '"';
+    } else {
+      AppendFloatArray(vector, &out);
+    }
+    out += '}';
+  }
+  out += R"(],"model":)";
+  out += json(embeddings.model()).dump();
+  out += R"(,"usage":{"prompt_tokens":0,"total_tokens":0}})";
+  return out;
+}
+
+}  // namespace ember::gateway

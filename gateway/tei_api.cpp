@@ -1,0 +1,88 @@
+#include "gateway/tei_api.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "gateway/json_floats.h"
+
+namespace ember::gateway {
+
+using nlohmann::json;
+
+TeiRequest ParseTeiRequest(std::string_view body, const std::string& default_model) {
+  json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded()) throw BadRequest("the request body is not valid JSON");
+  if (!request.is_object()) throw BadRequest("the request body must be a JSON object");
+  TeiRequest out;
+
+  const auto model = request.find("model");
+  if (model != request.end() && !model->is_null()) {
+    if (!model->is_string()) throw BadRequest("'model' must be a string");
+    ParseModelName(model->get_ref<const std::string&>(), &out.call);
+  } else if (!default_model.empty()) {
+    ParseModelName(default_model, &out.call);
+  } else {
+    throw BadRequest("no 'model' in the request and the gateway has no --default-model");
+  }
+
+  const auto inputs = request.find("inputs");
+  if (inputs == request.end()) throw BadRequest("'inputs' is required");
+  if (inputs->is_string()) {
+    out.call.texts.push_back(inputs->get<std::string>());
+  } else if (inputs->is_array() && !inputs->empty()) {
+    for (const json& item : *inputs) {
+      if (!item.is_string()) throw BadRequest("'inputs' must be a string or an array of strings");
+      out.call.texts.push_back(item.get<std::string>());
+    }
+  } else {
+    throw BadRequest("'inputs' must be a string or a non-empty array of strings");
+  }
+
+  for (const char* flag : {"normalize", "truncate"}) {
+    const auto value = request.find(flag);
+    if (value == request.end() || value->is_null()) continue;
+    if (!value->is_boolean()) throw BadRequest("'" + std::string(flag) + "' must be a boolean");
+    if (std::string_view(flag) == "normalize") {
+      out.normalize = value->get<bool>();
+    } else {
+      out.call.truncate = value->get<bool>();
+    }
+  }
+  return out;
+}
+
+std::string FormatTeiResponse(const TeiRequest& request, const Embeddings& embeddings) {
+  std::string out;
+  out.reserve(16 + embeddings.size() * (4 + embeddings.dim() * 15));
+  out += '[';
+  std::vector<float> normalized;
+  for (std::size_t i = 0; i < embeddings.size(); ++i) {
+    if (i > 0) out += ',';
+    std::span<const float> vector = embeddings[i];
+    if (request.normalize) {
+      double norm = 0;
+      for (float x : vector) norm += double{x} * x;
+      norm = std::sqrt(norm);
+      normalized.assign(vector.begin(), vector.end());
+      if (norm > 0) {
+        for (float& x : normalized) x = static_cast<float>(x / norm);
+      }
+      vector = normalized;
+    }
+    AppendFloatArray(vector, &out);
+  }
+  out += ']';
+  return out;
+}
+
+std::string TeiErrorJson(const HttpError& error) {
+  std::string type = "Backend";
+  if (error.status() == 400 || error.status() == 404 || error.status() == 413) type = "Validation";
+  if (error.status() == 429) type = "Overloaded";
+  if (error.status() == 503 || error.status() == 504) type = "Unhealthy";
+  return json{{"error", error.what()}, {"error_type", type}}.dump(-1, ' ', false,
+                                                                  json::error_handler_t::replace);
+}
+
+}  // namespace ember::gateway

@@ -1,0 +1,222 @@
+#!/usr/bin/python3
+"""ember_client against a real cluster: an ember-router and ember-workers
+serving the generated ember-tiny model over ipc://, started by this test.
+
+The vectors must equal those the C++ client (emberctl --json) gets for the
+same texts (within 1e-5) and the model's reference outputs (within 1e-4, as
+tests/cluster_test.cpp checks); errors must arrive as typed exceptions.
+
+Run by ctest (tests/CMakeLists.txt), which sets EMBER_ROUTER_BIN,
+EMBER_WORKER_BIN, EMBERCTL_BIN, EMBER_TINY_DIR and PYTHONPATH.
+"""
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import ember_client
+from ember_client import protocol
+
+ROUTER = os.environ.get("EMBER_ROUTER_BIN", "")
+WORKER = os.environ.get("EMBER_WORKER_BIN", "")
+EMBERCTL = os.environ.get("EMBERCTL_BIN", "")
+TINY = os.environ.get("EMBER_TINY_DIR", "")
+
+
+def _die_with_parent():
+    # PR_SET_PDEATHSIG: a crashed test never leaves a router or worker behind.
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
+def start(argv, log_path):
+    log = open(log_path, "ab")
+    try:
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=_die_with_parent)
+    finally:
+        log.close()
+
+
+def max_abs_diff(a, b):
+    assert len(a) == len(b), (len(a), len(b))
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+class ClusterTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        for path in (ROUTER, WORKER, EMBERCTL, TINY):
+            if not path or not os.path.exists(path):
+                raise RuntimeError("missing %r: run through ctest" % path)
+        cls.dir = tempfile.mkdtemp(prefix="ember-py-")
+        cls.frontend = "ipc://" + os.path.join(cls.dir, "frontend")
+        backend = "ipc://" + os.path.join(cls.dir, "backend")
+        model = os.path.join(TINY, "model.pt")
+        cls.processes = [
+            start([ROUTER, "--frontend", cls.frontend, "--backend", backend],
+                  os.path.join(cls.dir, "router.log")),
+            start([WORKER, "--router", backend, "--id", "w1", "--threads", "1",
+                   "--model", "tiny=" + model], os.path.join(cls.dir, "w1.log")),
+            # The same model under another name on a worker 1000x slower, for
+            # deadlines the router must enforce.
+            start([WORKER, "--router", backend, "--id", "slow", "--threads", "1",
+                   "--capacity", "1", "--slowdown", "1000", "--model", "slow=" + model],
+                  os.path.join(cls.dir, "slow.log")),
+        ]
+        with open(os.path.join(TINY, "reference.json")) as f:
+            cls.reference = json.load(f)
+        # Wait (bounded) for both workers to register.
+        deadline = time.monotonic() + 60
+        with ember_client.Client(cls.frontend) as client:
+            while time.monotonic() < deadline:
+                try:
+                    if len(client.status(timeout=0.5)["workers"]) >= 2:
+                        return
+                except ember_client.EmberError:
+                    pass  # router not up yet
+                time.sleep(0.1)
+        cls.failed = True
+        cls.tearDownClass()
+        raise RuntimeError("the workers never registered")
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in cls.processes:
+            if p.poll() is None:
+                p.terminate()
+        for p in cls.processes:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if getattr(cls, "failed", False):
+            for name in sorted(n for n in os.listdir(cls.dir) if n.endswith(".log")):
+                with open(os.path.join(cls.dir, name), errors="replace") as f:
+                    sys.stderr.write("----- %s -----\n%s\n" % (name, f.read()))
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def run(self, result=None):
+        result = super().run(result)
+        if result is not None and not result.wasSuccessful():
+            type(self).failed = True
+        return result
+
+    def setUp(self):
+        self.client = ember_client.Client(self.frontend, timeout=10.0)
+
+    def tearDown(self):
+        self.client.close()
+
+    def emberctl(self, texts):
+        out = subprocess.run([EMBERCTL, "--router", self.frontend, "--timeout-ms", "10000",
+                              "embed", "--json", "tiny", "--"] + texts,
+                             check=True, capture_output=True, timeout=30)
+        return [item["embedding"] for item in json.loads(out.stdout)["data"]]
+
+    def test_vectors_equal_the_cpp_clients_and_the_reference(self):
+        texts = self.reference["texts"]
+        e = self.client.embed("tiny", texts)
+        self.assertEqual(len(e), len(texts))
+        self.assertEqual(e.dim, self.reference["dim"])
+        self.assertEqual(e.model, "tiny")
+        self.assertEqual(e.version, 1)
+        self.assertTrue(e.worker)
+        cpp = self.emberctl(texts)
+        for i, text in enumerate(texts):
+            self.assertEqual(len(e[i]), e.dim)
+            self.assertLess(max_abs_diff(e[i], cpp[i]), 1e-5, text)
+            self.assertLess(max_abs_diff(e[i], self.reference["vectors"][i]), 1e-4, text)
+        self.assertEqual(e.tolist()[3], list(e[3]))
+
+    def test_one_string_and_an_explicit_version(self):
+        e = self.client.embed("tiny", "你好，世界", version=1)
+        self.assertEqual(len(e), 1)
+        self.assertLess(max_abs_diff(e[0], self.emberctl(["你好，世界"])[0]), 1e-5)
+
+    def test_status(self):
+        status = self.client.status()
+        self.assertIn("router_version", status)
+        self.assertEqual(sorted(w["id"] for w in status["workers"]), ["slow", "w1"])
+        names = {m["name"] for w in status["workers"] for m in w["models"]}
+        self.assertEqual(names, {"tiny", "slow"})
+
+    def test_unknown_model_is_a_typed_error(self):
+        with self.assertRaises(ember_client.UnknownModelError) as caught:
+            self.client.embed("no-such-model", ["x"])
+        self.assertEqual(caught.exception.code, "UNKNOWN_MODEL")
+        self.assertIsInstance(caught.exception, ember_client.EmberError)
+        with self.assertRaises(ember_client.UnknownModelError):
+            self.client.embed("tiny", ["x"], version=9)
+        # The client still works after an error.
+        self.assertEqual(len(self.client.embed("tiny", ["x"])), 1)
+
+    def test_bad_request_is_a_typed_error(self):
+        with self.assertRaises(ember_client.BadRequestError) as caught:
+            self.client.embed("tiny", [])
+        self.assertEqual(caught.exception.code, "BAD_REQUEST")
+        with self.assertRaises(TypeError):
+            self.client.embed("tiny", [b"bytes are not text"])
+
+    def test_router_enforces_the_deadline(self):
+        texts = ["a text long enough to keep the slow worker busy " * 4] * 8
+        start_time = time.monotonic()
+        with self.assertRaises(ember_client.TimeoutError) as caught:
+            self.client.embed("slow", texts, timeout=0.1)
+        elapsed = time.monotonic() - start_time
+        self.assertEqual(caught.exception.code, "TIMEOUT")
+        self.assertTrue(self.client._answered, "the router, not the client, must answer TIMEOUT")
+        self.assertLess(elapsed, 5.0)
+
+    def test_silent_router_times_out_on_the_client(self):
+        nobody = "ipc://" + os.path.join(self.dir, "nobody")
+        with ember_client.Client(nobody) as client:
+            start_time = time.monotonic()
+            with self.assertRaises(ember_client.TimeoutError):
+                client.embed("tiny", ["x"], timeout=0.2, attempts=2)
+            elapsed = time.monotonic() - start_time
+        # Two attempts of 0.2 s plus the grace each, and not much more.
+        self.assertGreaterEqual(elapsed, 0.4)
+        self.assertLess(elapsed, 5.0)
+
+
+class ProtocolTest(unittest.TestCase):
+    """The frames exactly as docs/protocol.md lays them out."""
+
+    def test_frames(self):
+        frames = protocol.encode(protocol.REQUEST, 0x0102030405060708, b"\x80")
+        self.assertEqual(frames, [b"EMBER\x01", b"\x01", bytes.fromhex("0807060504030201"),
+                                  b"\x80"])
+        self.assertEqual(protocol.decode(frames), (1, 0x0102030405060708, b"\x80"))
+
+    def test_rejects_malformed_frames(self):
+        good = protocol.encode(protocol.REPLY, 7, b"")
+        for bad in (good[:3], [b"EMBER\x02"] + good[1:], [b"HELLO\x01"] + good[1:],
+                    good[:1] + [b"\x09"] + good[2:], good[:2] + [b"\x07"] + good[3:]):
+            with self.assertRaises(ember_client.InternalError):
+                protocol.decode(bad)
+
+    def test_vectors_check_their_size(self):
+        data = b"\x00\x00\x80\x3f" * 6  # six 1.0f
+        rows = protocol.vectors({"dim": 3, "count": 2, "data": data})
+        self.assertEqual([list(r) for r in rows], [[1.0] * 3] * 2)
+        with self.assertRaises(ember_client.InternalError):
+            protocol.vectors({"dim": 4, "count": 2, "data": data})
+
+    def test_unknown_error_code_is_internal(self):
+        from ember_client.errors import error_for
+        e = error_for("NEW_CODE", "from the future")
+        self.assertEqual(e.code, "INTERNAL")
+        self.assertIn("NEW_CODE", str(e))
+        self.assertIsInstance(error_for("OVERLOADED", "x"), ember_client.OverloadedError)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
