@@ -122,6 +122,9 @@ struct Config {
   std::string json_file;
   bool quiet = false;
   bool router_status = true;
+  // >= 0: each text is a repeat (one of the texts, cached after warmup) with
+  // this probability, else a text never sent before (a cache miss).
+  double hit_rate = -1;
 };
 
 // What one thread saw of the requests scheduled in the measurement window.
@@ -190,8 +193,14 @@ class Connection {
     request.model = config_.model;
     request.timeout_ms = config_.timeout_ms;
     std::uniform_int_distribution<std::size_t> pick(0, texts_.size() - 1);
-    for (int i = 0; i < config_.texts_per_request; ++i)
-      request.inputs.push_back(texts_[pick(rng_)]);
+    std::uniform_real_distribution<double> coin(0, 1);
+    for (int i = 0; i < config_.texts_per_request; ++i) {
+      std::string text = texts_[pick(rng_)];
+      if (config_.hit_rate >= 0 && coin(rng_) >= config_.hit_rate) {
+        text += " #" + std::to_string(rng_()) + "-" + std::to_string(next_id_);  // never seen
+      }
+      request.inputs.push_back(std::move(text));
+    }
     const std::uint64_t id = next_id_++;
     const bool measured = start >= window.begin && start < window.end;
     outstanding_[id] = {start, static_cast<std::uint32_t>(request.inputs.size()), measured};
@@ -514,6 +523,10 @@ int main(int argc, char** argv) {
   app.add_option("--texts-file", config.texts_file,
                  "inputs, one per line (default: built-in English and Chinese sentences)")
       ->check(CLI::ExistingFile);
+  app.add_option("--hit-rate", config.hit_rate,
+                 "cache bench: fraction of texts that repeat the texts (the rest are unique); "
+                 "unset: texts drawn from the texts only")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--json", config.json_file, "also write the report as JSON to this file");
   app.add_flag("--quiet", config.quiet, "do not print the table");
   app.add_flag("!--no-router-status", config.router_status,
@@ -569,6 +582,7 @@ int main(int argc, char** argv) {
                         {"model", config.model},
                         {"mode", open_loop ? "open loop (Poisson)" : "closed loop"},
                         {"texts_per_request", config.texts_per_request},
+                        {"hit_rate", config.hit_rate},
                         {"duration_s", config.duration_s},
                         {"warmup_s", config.warmup_s},
                         {"timeout_ms", config.timeout_ms},

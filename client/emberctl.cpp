@@ -78,7 +78,8 @@ int Status(const GlobalFlags& flags, bool json) {
                                 {"ewma_ms", w.ewma_ms},
                                 {"p50_ms", w.p50_ms},
                                 {"p99_ms", w.p99_ms},
-                                {"rss_bytes", w.rss_bytes}});
+                                {"rss_bytes", w.rss_bytes},
+                                {"health", w.health}});
     }
     out["models"] = nlohmann::json::array();
     for (const auto& m : status.models) {
@@ -90,20 +91,20 @@ int Status(const GlobalFlags& flags, bool json) {
   }
   std::printf("%s, %llu requests, %zu workers\n", status.router_version.c_str(),
               static_cast<unsigned long long>(status.requests), status.workers.size());
-  std::printf("%-28s %-7s %-20s %6s %5s %9s %6s %7s %7s %7s %7s %6s\n", "WORKER", "DEVICE",
+  std::printf("%-28s %-7s %-20s %6s %5s %9s %6s %7s %7s %7s %7s %6s %-8s\n", "WORKER", "DEVICE",
               "MODELS", "WEIGHT", "CAP", "INFLIGHT", "DONE", "ERR%", "EWMAms", "P50ms", "P99ms",
-              "SEENms");
+              "SEENms", "HEALTH");
   for (const auto& w : status.workers) {
     std::string models;
     for (const auto& m : w.models) {
       models += (models.empty() ? "" : ",") + m.name + ":" + std::to_string(m.version);
     }
     const double total = static_cast<double>(w.completed + w.failed);
-    std::printf("%-28s %-7s %-20s %6.2f %5u %9u %6llu %7.2f %7.2f %7.2f %7.2f %6u\n", w.id.c_str(),
-                w.device.c_str(), models.c_str(), w.weight, w.capacity, w.in_flight,
+    std::printf("%-28s %-7s %-20s %6.2f %5u %9u %6llu %7.2f %7.2f %7.2f %7.2f %6u %-8s\n",
+                w.id.c_str(), w.device.c_str(), models.c_str(), w.weight, w.capacity, w.in_flight,
                 static_cast<unsigned long long>(w.completed),
                 total > 0 ? 100.0 * static_cast<double>(w.failed) / total : 0.0, w.ewma_ms,
-                w.p50_ms, w.p99_ms, w.last_seen_ms);
+                w.p50_ms, w.p99_ms, w.last_seen_ms, w.health.empty() ? "-" : w.health.c_str());
   }
   if (!status.models.empty()) {
     std::printf("\n%-28s %-22s %8s %7s\n", "MODEL", "POLICY", "WORKERS", "QUEUED");

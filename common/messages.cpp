@@ -380,7 +380,7 @@ std::string Encode(const StatusReply& body) {
   PackKey(pk, "workers");
   pk.pack_array(static_cast<std::uint32_t>(body.workers.size()));
   for (const auto& w : body.workers) {
-    pk.pack_map(13);
+    pk.pack_map(14);
     PackField(pk, "id", w.id);
     PackField(pk, "device", w.device);
     PackKey(pk, "models");
@@ -395,6 +395,7 @@ std::string Encode(const StatusReply& body) {
     PackField(pk, "p50_ms", w.p50_ms);
     PackField(pk, "p99_ms", w.p99_ms);
     PackField(pk, "rss_bytes", w.rss_bytes);
+    PackField(pk, "health", w.health);
   }
   PackKey(pk, "models");
   pk.pack_array(static_cast<std::uint32_t>(body.models.size()));
@@ -439,7 +440,8 @@ bool Decode(std::string_view bytes, StatusReply* out, std::string* error) {
         !Read(item, "ewma_ms", &w.ewma_ms, Need::kOptional, error) ||
         !Read(item, "p50_ms", &w.p50_ms, Need::kOptional, error) ||
         !Read(item, "p99_ms", &w.p99_ms, Need::kOptional, error) ||
-        !Read(item, "rss_bytes", &w.rss_bytes, Need::kOptional, error)) {
+        !Read(item, "rss_bytes", &w.rss_bytes, Need::kOptional, error) ||
+        !Read(item, "health", &w.health, Need::kOptional, error)) {
       return false;
     }
     out->workers.push_back(std::move(w));

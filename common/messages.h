@@ -121,6 +121,9 @@ struct WorkerStatus {
   double p50_ms = 0;   // over the last 256 replies
   double p99_ms = 0;
   std::uint64_t rss_bytes = 0;  // the worker process's resident memory
+  // "healthy", "slow", "erroring" (router/worker_health.h); empty from an
+  // older router.
+  std::string health{};
 };
 struct ModelStatus {
   std::string name;

@@ -73,11 +73,34 @@ int main(int argc, char** argv) {
                  "public key file or directory: clients that may also load and unload models");
   app.add_option("--worker-keys", options.worker_keys,
                  "public key file or directory: workers that may register");
+  app.add_option("--metrics-listen", options.metrics_listen,
+                 "HOST:PORT to serve Prometheus metrics on (GET /metrics); empty: off")
+      ->capture_default_str();
+  app.add_option("--cache-bytes", options.cache_bytes,
+                 "embedding cache budget in bytes (docs/caching.md); 0: off")
+      ->capture_default_str();
+  app.add_option("--cache-redis", options.cache_redis,
+                 "Redis second tier for the cache: unix:/PATH or tcp://HOST:PORT; empty: off");
+  int redis_ttl_s = static_cast<int>(options.cache_redis_ttl.count());
+  app.add_option("--cache-redis-ttl-s", redis_ttl_s, "expiry of vectors stored in Redis")
+      ->check(CLI::Range(1, 365 * 86400))
+      ->capture_default_str();
+  int redis_wait_ms = static_cast<int>(options.cache_redis_wait.count());
+  app.add_option("--cache-redis-wait-ms", redis_wait_ms,
+                 "longest a request waits for Redis before going to a worker")
+      ->check(CLI::Range(1, 10'000))
+      ->capture_default_str();
+  app.add_option("--slow-factor", options.slow_factor,
+                 "a worker whose p50 exceeds this many times its peers' median is slow")
+      ->check(CLI::Range(1.0, 1000.0))
+      ->capture_default_str();
   app.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
   options.default_timeout = std::chrono::milliseconds(timeout_ms);
+  options.cache_redis_ttl = std::chrono::seconds(redis_ttl_s);
+  options.cache_redis_wait = std::chrono::milliseconds(redis_wait_ms);
   // The default only: models with a [models.NAME] table keep their policy.
   options.model_defaults.policy = *ember::router::ParsePolicyKind(policy);
   spdlog::set_level(spdlog::level::from_str(options.log_level));

@@ -14,6 +14,14 @@ using protocol::Command;
 
 constexpr std::string_view kRouterVersion = "ember-router 0.1";
 constexpr int kHighWaterMark = 100'000;
+// How often health is reclassified and the metrics text re-rendered: often
+// enough for a scrape to be fresh, rare enough to cost the router nothing.
+constexpr auto kMetricsInterval = std::chrono::milliseconds(250);
+
+// Worker errors that say something about the worker, not the request.
+bool WorkerFault(ErrorCode code) {
+  return code == ErrorCode::kInternal || code == ErrorCode::kUnavailable;
+}
 
 std::string UnknownModelMessage(const std::string& model, std::uint32_t version) {
   std::string what = "no worker serves model '" + model + "'";
@@ -47,7 +55,8 @@ void ConfigureRouterSocket(zmq::socket_t& socket, bool handover) {
 Router::Router(RouterOptions options)
     : options_(std::move(options)),
       frontend_(context_, zmq::socket_type::router),
-      backend_(context_, zmq::socket_type::router) {
+      backend_(context_, zmq::socket_type::router),
+      health_(HealthOptions{.slow_factor = options_.slow_factor}) {
   ConfigureRouterSocket(frontend_, /*handover=*/false);
   frontend_.set(zmq::sockopt::maxmsgsize, options_.max_message_bytes);
   ConfigureRouterSocket(backend_, /*handover=*/true);
@@ -64,6 +73,23 @@ Router::Router(RouterOptions options)
   backend_.bind(options_.backend);
   spdlog::info("router listening: clients on {}, workers on {}", options_.frontend,
                options_.backend);
+  if (options_.cache_bytes > 0) {
+    cache_ = std::make_unique<EmbeddingCache>(options_.cache_bytes);
+    spdlog::info("event=cache_on budget_bytes={}", options_.cache_bytes);
+  }
+  if (!options_.cache_redis.empty()) {
+    if (!cache_) throw std::invalid_argument("cache-redis needs the in-memory cache (cache-bytes)");
+    redis_ =
+        std::make_unique<RedisTier>(context_, RedisTierOptions{.address = options_.cache_redis,
+                                                               .ttl = options_.cache_redis_ttl,
+                                                               .wait = options_.cache_redis_wait});
+    metrics_.cache_redis_on = true;
+    spdlog::info("event=cache_redis_on address={} ttl_s={} wait_ms={}", options_.cache_redis,
+                 options_.cache_redis_ttl.count(), options_.cache_redis_wait.count());
+  }
+  if (!options_.metrics_listen.empty()) {
+    metrics_server_ = std::make_unique<MetricsServer>(options_.metrics_listen);
+  }
 }
 
 Router::~Router() {
@@ -81,16 +107,27 @@ void Router::Run(const std::atomic<bool>& stop) {
   zmq::pollitem_t items[] = {
       {backend_.handle(), 0, ZMQ_POLLIN, 0},
       {frontend_.handle(), 0, ZMQ_POLLIN, 0},
+      {redis_ ? redis_->wake_socket().handle() : nullptr, 0, ZMQ_POLLIN, 0},
   };
+  const std::size_t polled = redis_ ? 3 : 2;
   // Short polls bound both shutdown latency and deadline precision.
   const auto tick = std::min<std::chrono::milliseconds>(options_.heartbeat_interval,
                                                         std::chrono::milliseconds(20));
   while (!stop.load()) {
-    zmq::poll(items, 2, tick);
+    auto wait = tick;
+    if (!redis_waits_.empty()) {
+      // Wake up when the oldest Redis lookup's wait runs out.
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(redis_waits_.front().first - Clock::now());
+      wait = std::clamp(left, std::chrono::milliseconds(0), tick);
+    }
+    zmq::poll(items, polled, wait);
     // Workers first: their replies free credit for waiting clients.
     if (items[0].revents & ZMQ_POLLIN) HandleBackend();
     if (items[1].revents & ZMQ_POLLIN) HandleFrontend();
+    if (polled > 2 && (items[2].revents & ZMQ_POLLIN)) HandleRedisResults();
     const auto now = Clock::now();
+    ExpireRedisWaits(now);
     ExpireDeadlines(now);
     ExpireControls(now);
     PurgeSilentWorkers(now);
@@ -101,6 +138,10 @@ void Router::Run(const std::atomic<bool>& stop) {
     if (now >= next_heartbeat_) {
       HeartbeatWorkers(now);
       next_heartbeat_ = now + options_.heartbeat_interval;
+    }
+    if (now >= next_metrics_) {
+      PublishMetrics(now);
+      next_metrics_ = now + kMetricsInterval;
     }
   }
   spdlog::info("router stopping; {} requests in flight", pending_.size());
@@ -142,45 +183,50 @@ void Router::HandleFrontend() {
 
 void Router::HandleRequest(const std::string& client, const protocol::Message& message) {
   ++requests_;
+  const auto accepted_at = Clock::now();
   protocol::EmbedRequest request;
   std::string error;
+  // Refusals are answered at once and counted under the model asked for.
+  const auto reject = [&](ErrorCode code, const std::string& why) {
+    CountOutcome(request.model, ErrorCodeName(code), accepted_at);
+    SendError(client, message.request_id, code, why);
+  };
   if (!protocol::Decode(message.body, &request, &error)) {
-    SendError(client, message.request_id, ErrorCode::kBadRequest, error);
+    reject(ErrorCode::kBadRequest, error);
     return;
   }
   if (request.model.empty()) {
-    SendError(client, message.request_id, ErrorCode::kBadRequest, "model name is empty");
+    reject(ErrorCode::kBadRequest, "model name is empty");
     return;
   }
   if (request.inputs.empty()) {
-    SendError(client, message.request_id, ErrorCode::kBadRequest, "no inputs to embed");
+    reject(ErrorCode::kBadRequest, "no inputs to embed");
     return;
   }
   if (request.inputs.size() > options_.max_texts_per_request) {
-    SendError(client, message.request_id, ErrorCode::kBadRequest,
-              "request has " + std::to_string(request.inputs.size()) + " texts; at most " +
-                  std::to_string(options_.max_texts_per_request) + " per request");
+    reject(ErrorCode::kBadRequest,
+           "request has " + std::to_string(request.inputs.size()) + " texts; at most " +
+               std::to_string(options_.max_texts_per_request) + " per request");
     return;
   }
   for (std::size_t i = 0; i < request.inputs.size(); ++i) {
     if (request.inputs[i].size() > options_.max_text_bytes) {
-      SendError(client, message.request_id, ErrorCode::kBadRequest,
-                "input " + std::to_string(i) + " has " + std::to_string(request.inputs[i].size()) +
-                    " bytes; at most " + std::to_string(options_.max_text_bytes));
+      reject(ErrorCode::kBadRequest,
+             "input " + std::to_string(i) + " has " + std::to_string(request.inputs[i].size()) +
+                 " bytes; at most " + std::to_string(options_.max_text_bytes));
       return;
     }
   }
   std::size_t& in_flight = client_in_flight_[client];
   if (in_flight >= options_.max_in_flight_per_client) {
-    SendError(client, message.request_id, ErrorCode::kOverloaded,
-              "this client has " + std::to_string(in_flight) + " requests in flight; at most " +
-                  std::to_string(options_.max_in_flight_per_client));
+    reject(ErrorCode::kOverloaded, "this client has " + std::to_string(in_flight) +
+                                       " requests in flight; at most " +
+                                       std::to_string(options_.max_in_flight_per_client));
     return;
   }
-  const auto now = Clock::now();
+  const auto now = accepted_at;
   if (!Known(request.model, request.version, now)) {
-    SendError(client, message.request_id, ErrorCode::kUnknownModel,
-              UnknownModelMessage(request.model, request.version));
+    reject(ErrorCode::kUnknownModel, UnknownModelMessage(request.model, request.version));
     return;
   }
   const std::uint64_t id = next_id_++;
@@ -191,11 +237,16 @@ void Router::HandleRequest(const std::string& client, const protocol::Message& m
   p.model = std::move(request.model);
   p.version = request.version;
   p.body = message.body;
+  p.accepted_at = accepted_at;
+  if (cache_ && ServeFromCache(id, p, request)) {
+    Forget(pending_.find(id));
+    return;
+  }
   const auto timeout = request.timeout_ms > 0 ? std::chrono::milliseconds(request.timeout_ms)
                                               : options_.default_timeout;
   p.deadline = now + timeout;
   deadlines_.emplace(p.deadline, id);
-  Dispatch(id);
+  if (!p.awaiting_redis) Dispatch(id);
 }
 
 bool Router::Known(const std::string& model, std::uint32_t version, Clock::time_point now) const {
@@ -368,8 +419,8 @@ void Router::StartControl(const std::string& client, std::uint64_t request_id,
   // Workers get the op without a target list: it is about themselves.
   control.workers.clear();
   const std::string body = protocol::Encode(control);
-  spdlog::info("{} {}:{} on {} worker(s)", control.op, control.model, control.version,
-               targets.size());
+  spdlog::info("event=control op={} model={} version={} workers={}", control.op, control.model,
+               control.version, targets.size());
   for (const auto& w : targets) {
     pending.waiting.insert(w);
     if (!protocol::SendRouted(backend_, w, Command::kControl, id, body)) {
@@ -387,8 +438,11 @@ void Router::RecordControl(std::uint64_t id, protocol::ControlResult result) {
   PendingControl& c = it->second;
   if (!result.worker.empty()) {
     if (c.waiting.erase(result.worker) == 0) return;  // a late or duplicate answer
-    spdlog::info("{} {} on '{}': {} {}", c.reply.op, c.reply.model, result.worker,
-                 result.ok ? "ok" : result.code, result.message);
+    spdlog::info(
+        "event=control_result op={} model={} worker={} version={} result={} millis={} "
+        "message=\"{}\"",
+        c.reply.op, c.reply.model, result.worker, result.version, result.ok ? "ok" : result.code,
+        result.millis, result.message);
     c.reply.results.push_back(std::move(result));
   }
   if (!c.waiting.empty()) return;
@@ -426,6 +480,7 @@ void Router::ExpireControls(Clock::time_point now) {
 
 void Router::SendStatus(const std::string& client, std::uint64_t request_id) {
   const auto now = Clock::now();
+  health_.Update(workers_, now);
   protocol::StatusReply status;
   status.router_version = kRouterVersion;
   status.requests = requests_;
@@ -445,6 +500,7 @@ void Router::SendStatus(const std::string& client, std::uint64_t request_id) {
     ws.p50_ms = w.latency.PercentileMs(0.5);
     ws.p99_ms = w.latency.PercentileMs(0.99);
     ws.rss_bytes = w.rss_bytes;
+    ws.health = std::string(HealthName(health_.Of(id)));
     status.workers.push_back(std::move(ws));
   }
   std::map<std::string, protocol::ModelStatus> models;
@@ -544,7 +600,7 @@ void Router::HandleRegistration(const std::string& id, const protocol::Message& 
   if (const WorkerState* known = workers_.Find(id);
       known != nullptr && ready.session != 0 && known->session == ready.session) {
     before = known->models;
-    spdlog::info("worker '{}' models now: {}", id, [&] {
+    spdlog::info("event=worker_models worker={} models=\"{}\"", id, [&] {
       std::string list;
       for (const auto& m : ready.models) {
         list += (list.empty() ? "" : ", ") + m.name + ":" + std::to_string(m.version) + " " +
@@ -553,7 +609,7 @@ void Router::HandleRegistration(const std::string& id, const protocol::Message& 
       return list;
     }());
   } else {
-    spdlog::info("worker '{}' ready on {} with {} model(s), capacity {}, weight {}", id,
+    spdlog::info("event=worker_register worker={} device={} models={} capacity={} weight={}", id,
                  ready.device, ready.models.size(), ready.capacity, ready.weight);
   }
   const std::vector<std::uint64_t> orphans = workers_.Register(id, std::move(ready), now);
@@ -583,7 +639,11 @@ void Router::ForgetRemoved(const std::vector<protocol::ModelInfo>& before, Clock
         version_left |= m.version == gone.version;
       }
     }
-    if (!version_left) forgot |= model_seen_.erase({gone.name, gone.version}) > 0;
+    if (!version_left) {
+      forgot |= model_seen_.erase({gone.name, gone.version}) > 0;
+      // Its vectors can never be served again (the key holds the version).
+      if (cache_) cache_->EraseVersion(gone.name, gone.version);
+    }
     if (!model_left) forgot |= model_seen_.erase({gone.name, 0}) > 0;
   }
   if (forgot) FailUnknownQueued(now);
@@ -595,25 +655,246 @@ void Router::HandleResult(WorkerState& worker, const protocol::Message& message)
   // A late result for a request that timed out or was re-dispatched elsewhere
   // is dropped: the client already has (or will get) its one reply.
   if (it != pending_.end() && it->second.worker == worker.id) {
+    Pending& p = it->second;
     if (message.command == Command::kReply) {
       ++worker.completed;
       const auto now = Clock::now();
-      worker.latency.Record(
-          std::chrono::duration_cast<std::chrono::microseconds>(now - it->second.sent_at), now);
+      worker.latency.Record(std::chrono::duration_cast<std::chrono::microseconds>(now - p.sent_at),
+                            now);
+      health_.RecordAnswer(worker.id, /*error=*/false);
+      const double seconds = std::chrono::duration<double>(now - p.sent_at).count();
+      RouterMetrics::Observe(metrics_.dispatch, p.model, seconds);
+      RouterMetrics::Observe(metrics_.worker_dispatch, worker.id, seconds);
+      const std::string body = CompleteReply(p, message.body);
+      if (body.empty()) {
+        Fail(it->first, ErrorCode::kInternal, "worker '" + worker.id + "' sent a bad reply");
+      } else {
+        protocol::SendRouted(frontend_, p.client, Command::kReply, p.client_request_id, body);
+        CountOutcome(p.model, "ok", p.accepted_at);
+        Forget(it);
+      }
     } else {
       ++worker.failed;
+      protocol::ErrorBody error;
+      std::string why;
+      if (!protocol::Decode(message.body, &error, &why)) error.code = ErrorCode::kInternal;
+      health_.RecordAnswer(worker.id, WorkerFault(error.code));
+      metrics_.CountError(ErrorCodeName(error.code));
+      CountOutcome(p.model, ErrorCodeName(error.code), p.accepted_at);
+      protocol::SendRouted(frontend_, p.client, Command::kError, p.client_request_id, message.body);
+      Forget(it);
     }
-    protocol::SendRouted(frontend_, it->second.client, message.command,
-                         it->second.client_request_id, message.body);
-    Forget(it);
   }
   // The worker has a free credit now: give it to whoever waits longest.
   DrainQueues(worker.models);
 }
 
+std::string Router::CompleteReply(const Pending& p, const std::string& body) {
+  // Without a cache or a metrics endpoint nobody needs what is inside: the
+  // body goes to the client untouched.
+  if (!cache_ && !metrics_server_) return body;
+  protocol::EmbedReply reply;
+  std::string error;
+  if (!protocol::Decode(body, &reply, &error)) {
+    spdlog::warn("event=bad_reply model={} error=\"{}\"", p.model, error);
+    return p.hits.empty() ? body : std::string();
+  }
+  RouterMetrics::Observe(metrics_.batch_size, p.model, reply.batch_size, /*batch=*/true);
+  if (!cache_) return body;
+  const std::size_t dim = reply.dim;
+  if (reply.count != p.texts.size() || dim == 0) {
+    return p.hits.empty() ? body : std::string();
+  }
+  for (std::size_t i = 0; i < p.texts.size(); ++i) {
+    const std::string key = EmbeddingCache::Key(p.model, reply.version, p.truncate, p.texts[i]);
+    const auto vector = std::span(reply.data).subspan(i * dim, dim);
+    cache_->Put(key, vector);
+    if (redis_) redis_->Store(key, vector);
+  }
+  if (p.hits.empty()) return body;
+  // A partial hit: put the cached vectors back in their places.
+  std::vector<float> merged;
+  merged.reserve(p.hits.size() * dim);
+  std::size_t next_computed = 0;
+  for (const auto& hit : p.hits) {
+    if (hit.empty()) {
+      const auto from = reply.data.begin() + static_cast<std::ptrdiff_t>(next_computed++ * dim);
+      merged.insert(merged.end(), from, from + static_cast<std::ptrdiff_t>(dim));
+    } else if (hit.size() == dim) {
+      merged.insert(merged.end(), hit.begin(), hit.end());
+    } else {
+      return {};  // cannot happen: the body pinned the version the hits are of
+    }
+  }
+  reply.count = static_cast<std::uint32_t>(p.hits.size());
+  reply.data = std::move(merged);
+  return protocol::Encode(reply);
+}
+
+bool Router::ServeFromCache(std::uint64_t id, Pending& p, protocol::EmbedRequest& request) {
+  // The version the request resolves to now; none READY: it waits for a
+  // worker the ordinary way, and the reply fills the cache.
+  const auto version = workers_.Resolve(p.model, p.version);
+  p.truncate = request.truncate;
+  if (!version) {
+    p.texts = std::move(request.inputs);
+    return false;
+  }
+  std::vector<std::vector<float>> hits(request.inputs.size());
+  std::vector<std::string> misses;
+  for (std::size_t i = 0; i < request.inputs.size(); ++i) {
+    const auto* vector =
+        cache_->Get(EmbeddingCache::Key(p.model, *version, p.truncate, request.inputs[i]));
+    if (vector == nullptr) {
+      misses.push_back(std::move(request.inputs[i]));
+    } else {
+      hits[i] = *vector;
+    }
+  }
+  metrics_.cache_hits += hits.size() - misses.size();
+  metrics_.cache_misses += misses.size();
+  if (redis_ && !misses.empty()) {
+    std::vector<std::string> keys;
+    keys.reserve(misses.size());
+    for (const auto& text : misses) {
+      keys.push_back(EmbeddingCache::Key(p.model, *version, p.truncate, text));
+    }
+    if (redis_->Lookup(id, std::move(keys))) {
+      p.awaiting_redis = true;
+      p.cache_version = *version;
+      p.hits = std::move(hits);
+      p.texts = std::move(misses);
+      redis_waits_.emplace_back(Clock::now() + options_.cache_redis_wait, id);
+      return false;
+    }
+    metrics_.cache_redis_misses += misses.size();  // the tier is down or busy
+  }
+  return SettleCacheLookup(p, request, *version, std::move(hits), std::move(misses));
+}
+
+bool Router::SettleCacheLookup(Pending& p, protocol::EmbedRequest& request, std::uint32_t version,
+                               std::vector<std::vector<float>> hits,
+                               std::vector<std::string> misses) {
+  if (misses.empty()) {
+    const auto dim = static_cast<std::uint32_t>(hits.empty() ? 0 : hits.front().size());
+    protocol::EmbedReply reply{.model = p.model,
+                               .version = version,
+                               .worker = "cache",
+                               .dim = dim,
+                               .count = static_cast<std::uint32_t>(hits.size()),
+                               .batch_size = 0,
+                               .data = {}};
+    reply.data.reserve(hits.size() * dim);
+    for (const auto& hit : hits) reply.data.insert(reply.data.end(), hit.begin(), hit.end());
+    protocol::SendRouted(frontend_, p.client, Command::kReply, p.client_request_id,
+                         protocol::Encode(reply));
+    CountOutcome(p.model, "ok", p.accepted_at);
+    return true;
+  }
+  if (misses.size() < hits.size()) {
+    // Ask the worker for the misses only, of the version the hits are of.
+    p.hits = std::move(hits);
+    p.version = version;
+    request.version = version;
+    request.inputs = misses;
+    request.model = p.model;
+    p.body = protocol::Encode(request);
+  }
+  p.texts = std::move(misses);
+  return false;
+}
+
+void Router::HandleRedisResults() {
+  for (auto& result : redis_->TakeResults()) {
+    auto it = pending_.find(result.id);
+    // Answered meanwhile (deadline), or the wait ran out and it went on.
+    if (it == pending_.end() || !it->second.awaiting_redis) continue;
+    ResumeAfterRedis(result.id, &result.values);
+  }
+}
+
+void Router::ExpireRedisWaits(Clock::time_point now) {
+  while (!redis_waits_.empty() && redis_waits_.front().first <= now) {
+    const std::uint64_t id = redis_waits_.front().second;
+    redis_waits_.pop_front();
+    auto it = pending_.find(id);
+    if (it != pending_.end() && it->second.awaiting_redis) ResumeAfterRedis(id, nullptr);
+  }
+}
+
+void Router::ResumeAfterRedis(std::uint64_t id, std::vector<std::vector<float>>* values) {
+  Pending& p = pending_.at(id);
+  p.awaiting_redis = false;
+  std::vector<std::vector<float>> hits = std::exchange(p.hits, {});
+  std::vector<std::string> texts = std::exchange(p.texts, {});
+  // Every vector of one reply has one dim: a Redis value of another size is
+  // not trusted (corrupt, or written by something else).
+  std::size_t dim = 0;
+  for (const auto& hit : hits) {
+    if (!hit.empty()) dim = hit.size();
+  }
+  std::vector<std::string> misses;
+  std::size_t next = 0;
+  for (auto& slot : hits) {
+    if (!slot.empty()) continue;
+    std::string& text = texts.at(next);
+    std::vector<float>* value =
+        values != nullptr && next < values->size() ? &(*values)[next] : nullptr;
+    ++next;
+    if (value != nullptr && !value->empty() && (dim == 0 || value->size() == dim)) {
+      dim = value->size();
+      cache_->Put(EmbeddingCache::Key(p.model, p.cache_version, p.truncate, text), *value);
+      slot = std::move(*value);
+      ++metrics_.cache_redis_hits;
+    } else {
+      misses.push_back(std::move(text));
+      ++metrics_.cache_redis_misses;
+    }
+  }
+  // p.body is still the client's: it decoded when the request came in.
+  protocol::EmbedRequest request;
+  std::string error;
+  protocol::Decode(p.body, &request, &error);
+  if (SettleCacheLookup(p, request, p.cache_version, std::move(hits), std::move(misses))) {
+    Forget(pending_.find(id));
+    return;
+  }
+  Dispatch(id);
+}
+
+void Router::CountOutcome(const std::string& model, std::string_view outcome,
+                          Clock::time_point accepted_at) {
+  metrics_.CountRequest(model, outcome);
+  if (outcome == "ok") {
+    RouterMetrics::Observe(metrics_.end_to_end, model,
+                           std::chrono::duration<double>(Clock::now() - accepted_at).count());
+  }
+}
+
+void Router::PublishMetrics(Clock::time_point now) {
+  health_.Update(workers_, now);
+  if (!metrics_server_) return;
+  if (redis_) {
+    metrics_.cache_redis_errors = redis_->errors();
+    metrics_.cache_redis_up = redis_->connected();
+  }
+  std::map<std::string, std::size_t> queued;
+  for (const auto& [name, q] : queues_) {
+    queued[name] = static_cast<std::size_t>(std::count_if(
+        q.ids.begin(), q.ids.end(), [this](std::uint64_t id) { return pending_.contains(id); }));
+  }
+  metrics_server_->Publish(RenderMetrics(metrics_, {.workers = workers_,
+                                                    .health = health_,
+                                                    .cache = cache_.get(),
+                                                    .queued = queued,
+                                                    .pending = pending_.size(),
+                                                    .now = now}));
+}
+
 void Router::Fail(std::uint64_t id, ErrorCode code, const std::string& message) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
+  CountOutcome(it->second.model, ErrorCodeName(code), it->second.accepted_at);
   SendError(it->second.client, it->second.client_request_id, code, message);
   if (WorkerState* w = workers_.Find(it->second.worker)) w->in_flight.erase(id);
   Forget(it);
@@ -626,7 +907,12 @@ void Router::Forget(std::unordered_map<std::uint64_t, Pending>::iterator it) {
 }
 
 void Router::DropWorker(const std::string& id, const char* why) {
-  spdlog::warn("worker '{}' removed: {}", id, why);
+  if (const WorkerState* w = workers_.Find(id)) {
+    spdlog::warn("event=worker_drop worker={} reason=\"{}\" in_flight={}", id, why,
+                 w->in_flight.size());
+    health_.RecordDead(id, why, Clock::now());
+  }
+  metrics_.worker_dispatch.erase(id);
   Redispatch(workers_.Remove(id));
   std::vector<std::uint64_t> waiting;
   for (const auto& [cid, c] : controls_) {
@@ -650,6 +936,7 @@ void Router::Redispatch(const std::vector<std::uint64_t>& ids) {
 
 void Router::SendError(const std::string& client, std::uint64_t request_id, ErrorCode code,
                        const std::string& message) {
+  metrics_.CountError(ErrorCodeName(code));
   protocol::SendRouted(frontend_, client, Command::kError, request_id,
                        protocol::Encode(protocol::ErrorBody{code, message}));
 }

@@ -25,8 +25,13 @@
 #include "common/error_code.h"
 #include "common/messages.h"
 #include "common/protocol.h"
+#include "router/embedding_cache.h"
+#include "router/metrics_server.h"
 #include "router/policy.h"
+#include "router/redis_tier.h"
+#include "router/router_metrics.h"
 #include "router/router_options.h"
+#include "router/worker_health.h"
 #include "router/worker_registry.h"
 #include "router/zap_handler.h"
 
@@ -51,8 +56,23 @@ class Router {
     std::string body;    // the request body, kept for re-dispatch
     std::string worker;  // routing id of the worker it went to; empty while queued
     Clock::time_point deadline;
-    Clock::time_point sent_at;  // of the current attempt, for latency
+    Clock::time_point sent_at;      // of the current attempt, for latency
+    Clock::time_point accepted_at;  // for end-to-end latency
     int attempts = 0;
+    // With the cache on: the texts the worker gets (their vectors are stored
+    // when it answers) and the request's truncate flag, part of the key.
+    std::vector<std::string> texts{};
+    bool truncate = true;
+    // A partial hit: one slot per input of the client's request, the cached
+    // vector or empty for a text the worker computes. `body` then asks only
+    // for the misses, pinned to the version the hits came from.
+    std::vector<std::vector<float>> hits{};
+    // With the Redis tier: `texts` missed the in-memory cache and are being
+    // looked up in Redis under version `cache_version` (at most
+    // cache_redis_wait); `hits` then has one slot per input. Not dispatched
+    // until the answer or the wait runs out.
+    bool awaiting_redis = false;
+    std::uint32_t cache_version = 0;
   };
 
   // A load or unload sent to some workers, answered to the client when the
@@ -89,6 +109,29 @@ class Router {
   void ForgetRemoved(const std::vector<protocol::ModelInfo>& before, Clock::time_point now);
   void HandleWorkerMessage(const std::string& worker, const protocol::Message& message);
   void HandleResult(WorkerState& worker, const protocol::Message& message);
+  // Looks the request's texts up in the cache: answers it at once when all
+  // hit (returns true), or fills p's cache fields and rewrites its body.
+  // With the Redis tier, may instead start a lookup (p.awaiting_redis):
+  // the caller then must not dispatch it yet.
+  bool ServeFromCache(std::uint64_t id, Pending& p, protocol::EmbedRequest& request);
+  // Answers `p` when every input has a cached vector (returns true), else
+  // leaves the misses in p.texts and rewrites p.body to ask for them only.
+  bool SettleCacheLookup(Pending& p, protocol::EmbedRequest& request, std::uint32_t version,
+                         std::vector<std::vector<float>> hits, std::vector<std::string> misses);
+  // The Redis tier answered (values, one per p.texts) or the wait ran out
+  // (null): merges what it found, then answers or dispatches request `id`.
+  void ResumeAfterRedis(std::uint64_t id, std::vector<std::vector<float>>* values);
+  void HandleRedisResults();
+  void ExpireRedisWaits(Clock::time_point now);
+  // A worker's REPLY to `p`: stores its vectors in the cache, merges cached
+  // ones in, records metrics; returns the body to send the client, or an
+  // empty string when the reply is unusable.
+  std::string CompleteReply(const Pending& p, const std::string& body);
+  // Counts an answered request (and its latency when ok) in the metrics.
+  void CountOutcome(const std::string& model, std::string_view outcome,
+                    Clock::time_point accepted_at);
+  // Every ~250 ms: worker health, and the metrics text for MetricsServer.
+  void PublishMetrics(Clock::time_point now);
 
   // Sends pending request `id` to a worker, queues it until one has credit,
   // or fails it with a typed error.
@@ -139,6 +182,16 @@ class Router {
   std::priority_queue<DeadlineEntry, std::vector<DeadlineEntry>, std::greater<>> deadlines_;
   Clock::time_point next_heartbeat_;
   Clock::time_point startup_grace_end_;  // Known() is lenient until then
+
+  WorkerHealth health_;
+  RouterMetrics metrics_;
+  std::unique_ptr<EmbeddingCache> cache_;  // null when cache_bytes is 0
+  std::unique_ptr<RedisTier> redis_;       // null when cache_redis is empty
+  // (give up at, id) of requests awaiting Redis; one wait for all, so FIFO
+  // order is deadline order.
+  std::deque<std::pair<Clock::time_point, std::uint64_t>> redis_waits_;
+  std::unique_ptr<MetricsServer> metrics_server_;  // null when metrics_listen is empty
+  Clock::time_point next_metrics_;
 };
 
 }  // namespace ember::router

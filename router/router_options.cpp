@@ -50,7 +50,13 @@ void LoadRouterConfig(const std::filesystem::path& path, RouterOptions* options)
                      "curve-key",
                      "client-keys",
                      "admin-keys",
-                     "worker-keys"},
+                     "worker-keys",
+                     "metrics-listen",
+                     "cache-bytes",
+                     "cache-redis",
+                     "cache-redis-ttl-s",
+                     "cache-redis-wait-ms",
+                     "slow-factor"},
                     path);
   config::ReadString(root, "frontend", &options->frontend, path);
   config::ReadString(root, "backend", &options->backend, path);
@@ -59,6 +65,16 @@ void LoadRouterConfig(const std::filesystem::path& path, RouterOptions* options)
   config::ReadString(root, "client-keys", &options->client_keys, path);
   config::ReadString(root, "admin-keys", &options->admin_keys, path);
   config::ReadString(root, "worker-keys", &options->worker_keys, path);
+  config::ReadString(root, "metrics-listen", &options->metrics_listen, path);
+  ReadInt(root, "cache-bytes", &options->cache_bytes, 0, std::int64_t{1} << 40, path);
+  config::ReadString(root, "cache-redis", &options->cache_redis, path);
+  ReadDuration(root, "cache-redis-ttl-s", &options->cache_redis_ttl, 1, 365 * 86400, path);
+  ReadDuration(root, "cache-redis-wait-ms", &options->cache_redis_wait, 1, 10'000, path);
+  if (const toml::node* node = root.get("slow-factor")) {
+    const auto factor = node->value<double>();
+    if (!factor || *factor <= 1) Bad(path, "slow-factor", "expected a number above 1");
+    options->slow_factor = *factor;
+  }
   ReadDuration(root, "heartbeat-ms", &options->heartbeat_interval, 10, 60'000, path);
   ReadInt(root, "liveness", &options->liveness, 1, 100, path);
   ReadDuration(root, "default-timeout-ms", &options->default_timeout, 1, 3'600'000, path);

@@ -46,6 +46,20 @@ struct RouterOptions {
   std::map<std::string, ModelOptions, std::less<>> models;    // per-model overrides
   std::map<std::string, double, std::less<>> worker_weights;  // by worker id
   std::string log_level = "info";
+  // Prometheus text on http://HOST:PORT/metrics; empty: off (docs/operations.md).
+  std::string metrics_listen;
+  // Embedding cache budget in bytes (docs/caching.md); 0: off.
+  std::size_t cache_bytes = 0;
+  // Redis second tier behind it, shared between routers (docs/caching.md):
+  // "unix:/path/redis.sock" or "tcp://host:port"; empty: off. Needs
+  // cache_bytes > 0. Entries expire after cache_redis_ttl; a request that
+  // missed the in-memory cache waits at most cache_redis_wait for Redis.
+  std::string cache_redis;
+  std::chrono::seconds cache_redis_ttl{86400};
+  std::chrono::milliseconds cache_redis_wait{5};
+  // Worker health (router/worker_health.h): a worker whose p50 is more than
+  // this many times its peers' median is "slow".
+  double slow_factor = 3.0;
 
   const ModelOptions& ForModel(std::string_view model) const {
     auto it = models.find(model);

@@ -13,6 +13,11 @@ PACKAGES=(
   # Debian's LibTorch calls libblas.so.3; without OpenBLAS that resolves to
   # the reference BLAS, which is ~25x slower.
   libopenblas0-openmp
+  # The router's optional Redis second tier (docs/caching.md): the client
+  # library, and the server its test starts.
+  libhiredis-dev redis-server
+  # BLAKE2b for the tier's keys (libzmq3-dev pulls it in; listed as used).
+  libsodium-dev
 )
 
 missing=()

@@ -17,11 +17,8 @@ std::string WorkerBinary() { return EMBER_WORKER_BIN; }
 std::string TinyModelDir() { return EMBER_TINY_DIR; }
 
 Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {
-  std::string pattern = (std::filesystem::temp_directory_path() / "ember-test-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  dir_ = pattern;
-  frontend_ = "ipc://" + (dir_ / "frontend").string();
-  backend_ = "ipc://" + (dir_ / "backend").string();
+  frontend_ = "ipc://" + (dir_.path() / "frontend").string();
+  backend_ = "ipc://" + (dir_.path() / "backend").string();
   StartRouter();
   for (int i = 0; i < options_.workers; ++i) AddWorker("w" + std::to_string(i + 1));
 }
@@ -29,7 +26,7 @@ Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {
 void Cluster::StartRouter() {
   std::vector<std::string> argv = {RouterBinary(), "--frontend", frontend_, "--backend", backend_};
   argv.insert(argv.end(), options_.router_args.begin(), options_.router_args.end());
-  router_ = std::make_unique<Process>(argv, (dir_ / "router.log").string());
+  router_ = std::make_unique<Process>(argv, (dir_.path() / "router.log").string());
 }
 
 void Cluster::RestartRouter() {
@@ -45,15 +42,13 @@ void Cluster::AddWorker(const std::string& id) {
     argv.push_back(m);
   }
   argv.insert(argv.end(), options_.worker_args.begin(), options_.worker_args.end());
-  workers_.push_back(std::make_unique<Process>(argv, (dir_ / (id + ".log")).string()));
+  workers_.push_back(std::make_unique<Process>(argv, (dir_.path() / (id + ".log")).string()));
 }
 
 Cluster::~Cluster() {
   if (::testing::Test::HasFailure()) DumpLogs();
   workers_.clear();
   router_.reset();
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
 }
 
 bool Cluster::WaitForWorkers(std::size_t workers, std::chrono::milliseconds timeout) {
@@ -71,7 +66,7 @@ bool Cluster::WaitForWorkers(std::size_t workers, std::chrono::milliseconds time
 }
 
 void Cluster::DumpLogs() const {
-  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
     if (entry.path().extension() != ".log") continue;
     std::cerr << "----- " << entry.path().filename().string() << " -----\n"
               << std::ifstream(entry.path()).rdbuf() << "\n";

@@ -12,6 +12,7 @@
 
 #include "common/curve.h"
 #include "tests/process.h"
+#include "tests/temp_dir.h"
 
 namespace ember::testing {
 
@@ -50,7 +51,7 @@ class Cluster {
   void StartRouter();
 
   ClusterOptions options_;
-  std::filesystem::path dir_;
+  TempDir dir_;
   std::string frontend_, backend_;
   std::unique_ptr<Process> router_;
   std::vector<std::unique_ptr<Process>> workers_;

@@ -19,18 +19,13 @@
 #include "client/client.h"
 #include "tests/cluster.h"
 #include "tests/load_client.h"
+#include "tests/temp_dir.h"
 
 namespace ember::testing {
 namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-std::filesystem::path MakeTempDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "ember-gw-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  return pattern;
-}
 
 std::string ReadFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -42,8 +37,7 @@ std::string ReadFile(const std::filesystem::path& path) {
 // An ember-gateway process on a free port, which it reports in its log.
 class GatewayProcess {
  public:
-  explicit GatewayProcess(const std::string& router, std::vector<std::string> args = {})
-      : dir_(MakeTempDir()) {
+  explicit GatewayProcess(const std::string& router, std::vector<std::string> args = {}) {
     std::vector<std::string> argv = {
         EMBER_GATEWAY_BIN, "--listen", "127.0.0.1:0", "--router", router, "--threads", "4"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -65,18 +59,16 @@ class GatewayProcess {
     if (::testing::Test::HasFailure()) {
       std::cerr << "----- gateway log -----\n" << ReadFile(log()) << "\n";
     }
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
   }
 
   // "" if the gateway never said where it listens.
   const std::string& url() const { return url_; }
   Process& process() { return *process_; }
-  std::filesystem::path log() const { return dir_ / "gateway.log"; }
-  const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path log() const { return dir_.path() / "gateway.log"; }
+  const std::filesystem::path& dir() const { return dir_.path(); }
 
  private:
-  std::filesystem::path dir_;
+  TempDir dir_{"ember-gw"};
   std::unique_ptr<Process> process_;
   std::string url_;
 };

@@ -17,6 +17,7 @@
 #include "tests/cluster.h"
 #include "tests/load_client.h"
 #include "tests/malformed_messages.h"
+#include "tests/temp_dir.h"
 
 namespace ember::testing {
 namespace {
@@ -234,8 +235,8 @@ TEST(MalformedMessageTest, RouterAnswersEachMalformedMessageOnceAndKeepsServing)
 
 TEST(MalformedMessageTest, WorkerAnswersEachMalformedRequestOnceAndStaysCorrect) {
   // A fake router: the test binds the backend, the worker connects to it.
-  std::string dir = (std::filesystem::temp_directory_path() / "ember-test-XXXXXX").string();
-  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const TempDir temp;
+  const std::string dir = temp.path().string();
   const std::string endpoint = "ipc://" + dir + "/backend";
   zmq::context_t context;
   zmq::socket_t router(context, zmq::socket_type::router);
@@ -252,7 +253,6 @@ TEST(MalformedMessageTest, WorkerAnswersEachMalformedRequestOnceAndStaysCorrect)
         std::fprintf(stderr, "----- worker.log -----\n");
         std::system(("cat " + dir + "/worker.log >&2").c_str());
       }
-      std::filesystem::remove_all(dir);
     }
   } cleanup{dir, passed};
   Process worker(

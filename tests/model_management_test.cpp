@@ -15,6 +15,7 @@
 #include "client/client.h"
 #include "tests/cluster.h"
 #include "tests/load_client.h"
+#include "tests/temp_dir.h"
 
 namespace ember::testing {
 namespace {
@@ -27,16 +28,7 @@ namespace fs = std::filesystem;
 // generated models (or broken files), removed afterwards.
 class Repository {
  public:
-  Repository() {
-    std::string pattern = (fs::temp_directory_path() / "ember-repo-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    root_ = pattern;
-  }
-  ~Repository() {
-    std::error_code ignored;
-    fs::remove_all(root_, ignored);
-  }
-  const fs::path& root() const { return root_; }
+  const fs::path& root() const { return dir_.path(); }
 
   fs::path AddTiny(std::uint32_t version) {
     const fs::path dir = Version("tiny", version);
@@ -50,13 +42,13 @@ class Repository {
     }
   }
   fs::path Version(const std::string& model, std::uint32_t version) {
-    const fs::path dir = root_ / model / std::to_string(version);
+    const fs::path dir = root() / model / std::to_string(version);
     fs::create_directories(dir);
     return dir;
   }
 
  private:
-  fs::path root_;
+  TempDir dir_{"ember-repo"};
 };
 
 void WriteFile(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }

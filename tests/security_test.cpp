@@ -18,6 +18,7 @@
 #include "router/zap_handler.h"
 #include "tests/cluster.h"
 #include "tests/load_client.h"
+#include "tests/temp_dir.h"
 
 namespace ember::testing {
 namespace {
@@ -30,33 +31,26 @@ namespace fs = std::filesystem;
 class Keys {
  public:
   Keys() {
-    std::string pattern = (fs::temp_directory_path() / "ember-keys-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    dir_ = pattern;
     for (const char* name : {"router", "worker", "client", "admin", "stranger"}) {
-      curve::WriteKeyFiles(curve::Generate(), dir_ / name);
+      curve::WriteKeyFiles(curve::Generate(), dir() / name);
     }
     for (const auto& [list, key] : {std::pair{"clients", "client"}, std::pair{"admins", "admin"},
                                     std::pair{"workers", "worker"}}) {
-      fs::create_directory(dir_ / list);
-      fs::copy_file(Pub(key), dir_ / list / (std::string(key) + ".pub"));
+      fs::create_directory(dir() / list);
+      fs::copy_file(Pub(key), dir() / list / (std::string(key) + ".pub"));
     }
   }
-  ~Keys() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  std::string Key(const std::string& name) const { return (dir_ / (name + ".key")).string(); }
-  std::string Pub(const std::string& name) const { return (dir_ / (name + ".pub")).string(); }
-  std::string List(const std::string& name) const { return (dir_ / name).string(); }
+  std::string Key(const std::string& name) const { return (dir() / (name + ".key")).string(); }
+  std::string Pub(const std::string& name) const { return (dir() / (name + ".pub")).string(); }
+  std::string List(const std::string& name) const { return (dir() / name).string(); }
   // What a client (or worker) called `name` uses to reach the router.
   curve::ClientKeys As(const std::string& name) const {
     return curve::ClientKeys::Load(Key(name), Pub("router"));
   }
-  const fs::path& dir() const { return dir_; }
+  const fs::path& dir() const { return temp_.path(); }
 
  private:
-  fs::path dir_;
+  TempDir temp_{"ember-keys"};
 };
 
 ClusterOptions SecureCluster(const Keys& keys) {

@@ -244,7 +244,9 @@ void Worker::Load(const std::string& model, std::uint32_t version, std::uint64_t
     if (!r.ok) spdlog::warn("load {}:{} refused: {}", model, version, r.message);
   };
   if (!repository_) {
-    reply(Failure(ErrorCode::kBadRequest,
+    // UNKNOWN_MODEL, like a repository without the model: a load sent to
+    // every worker leaves out those that cannot have it.
+    reply(Failure(ErrorCode::kUnknownModel,
                   "worker '" + options_.id + "' has no model repository (--repository)"));
     return;
   }
