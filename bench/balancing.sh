@@ -57,19 +57,8 @@ for f in "$ROUTER_BIN" "$WORKER_BIN" "$CTL" "$LOADGEN"; do
 done
 [[ -f "$MODEL" ]] || { echo "balancing.sh: missing $MODEL (build target ember_models)" >&2; exit 2; }
 
-TMP="$(mktemp -d /tmp/ember-balancing-XXXXXX)"
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]:-}"; do
-    [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
-  done
-  for pid in "${PIDS[@]:-}"; do
-    [[ -n "$pid" ]] && wait "$pid" 2>/dev/null || true
-  done
-  PIDS=()
-}
-trap 'cleanup; rm -rf "$TMP"' EXIT
+source "$ROOT/scripts/lib/cluster.sh"
+ember_scratch balancing
 trap 'exit 130' INT TERM
 
 # Starts a router with policy $1 and workers w1, w2 (normal) and w3 (slow) in
@@ -99,13 +88,8 @@ EOF
       --log-level warn > "$dir/w$i.log" 2>&1 &
     PIDS+=($!)
   done
-  local n=0
-  for _ in $(seq 1 150); do
-    n=$("$CTL" --router "$FRONTEND" status 2>/dev/null | grep -cE '^w[123] ' || true)
-    [[ "$n" -ge 3 ]] && return 0
-    sleep 0.2
-  done
-  echo "balancing.sh: only $n of 3 workers registered with the $policy router; logs in $dir" >&2
+  ember_wait_for "$CTL" "$FRONTEND" '^w[123] ' 3 && return 0
+  echo "balancing.sh: not all 3 workers registered with the $policy router; logs in $dir" >&2
   cat "$dir"/*.log >&2
   exit 1
 }
@@ -148,7 +132,7 @@ if [[ -z "$CAPACITY" ]]; then
          "(p99 $(jq '.latency_ms.p99' "$TMP/capacity-$c.json") ms)" >&2
     CAPACITY=$(jq -n --argjson a "$CAPACITY" --argjson b "$q" '[$a, $b] | max')
   done
-  cleanup
+  ember_stop_all
 fi
 TARGET=$(jq -n --argjson c "$CAPACITY" --argjson l "$LOAD" '$c * $l | floor')
 echo "capacity $CAPACITY QPS; open-loop load ${LOAD} x capacity = $TARGET QPS," \
@@ -161,7 +145,7 @@ for policy in $POLICIES; do
   "$LOADGEN" --router "$FRONTEND" --model tiny --qps "$TARGET" --connections 2 \
     --duration-s "$DURATION" --warmup-s "$WARMUP" --timeout-ms "$TIMEOUT_MS" --seed "$SEED" \
     --quiet --json "$TMP/$policy.json"
-  cleanup
+  ember_stop_all
   times > "$TMP/times.txt"; busy1=$(cpu_busy_s); kids1=$(children_cpu_s)
   jq -n --argjson b "$(jq -n --argjson a "$busy0" --argjson b "$busy1" '$b - $a')" \
     --argjson k "$(jq -n --argjson a "$kids0" --argjson b "$kids1" '$b - $a')" \

@@ -49,14 +49,8 @@ for f in "$ROUTER" "$WORKER" "$CTL" "$LOADGEN" "$MODELBENCH"; do
   [[ -x "$f" ]] || { echo "batching.sh: missing $f (build first)" >&2; exit 2; }
 done
 
-TMP="$(mktemp -d /tmp/ember-batching-XXXXXX)"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+source "$ROOT/scripts/lib/cluster.sh"
+ember_scratch batching
 
 "$LOADGEN" --dump-texts >"$TMP/texts.txt"
 
@@ -70,12 +64,7 @@ run_cluster() {
     >"$TMP/$name-worker.log" 2>&1 &
   local worker_pid=$!
   PIDS+=("$router_pid" "$worker_pid")
-  local up=0
-  for _ in $(seq 1 150); do
-    if "$CTL" --router "$fe" --timeout-ms 500 status 2>/dev/null | grep -q minilm; then up=1; break; fi
-    sleep 0.2
-  done
-  [[ $up == 1 ]] || { echo "batching.sh: worker did not register ($name)" >&2; cat "$TMP/$name-worker.log" >&2; exit 1; }
+  ember_wait_for "$CTL" "$fe" minilm || { echo "batching.sh: worker did not register ($name)" >&2; cat "$TMP/$name-worker.log" >&2; exit 1; }
   "$LOADGEN" --router "$fe" --model minilm --concurrency "$CONCURRENCY" --duration-s "$DURATION" \
     --warmup-s "$WARMUP" --timeout-ms 30000 --texts-file "$TMP/texts.txt" --quiet \
     --no-router-status --json "$TMP/$name.json"

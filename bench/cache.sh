@@ -56,14 +56,8 @@ for f in "$ROUTER" "$WORKER" "$CTL" "$LOADGEN"; do
   [[ -x "$f" ]] || { echo "cache.sh: missing $f (build first)" >&2; exit 2; }
 done
 
-TMP="$(mktemp -d /tmp/ember-cache-XXXXXX)"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+source "$ROOT/scripts/lib/cluster.sh"
+ember_scratch cache
 
 # run NAME CACHE_BYTES HIT_RATE [ROUTER ARGS...]: one router + one worker,
 # then closed-loop load.
@@ -78,12 +72,7 @@ run() {
     >"$TMP/$name-worker.log" 2>&1 &
   local worker_pid=$!
   PIDS+=("$router_pid" "$worker_pid")
-  local up=0
-  for _ in $(seq 1 150); do
-    if "$CTL" --router "$fe" --timeout-ms 500 status 2>/dev/null | grep -q minilm; then up=1; break; fi
-    sleep 0.2
-  done
-  [[ $up == 1 ]] || { echo "cache.sh: worker did not register ($name)" >&2; cat "$TMP/$name-worker.log" >&2; exit 1; }
+  ember_wait_for "$CTL" "$fe" minilm || { echo "cache.sh: worker did not register ($name)" >&2; cat "$TMP/$name-worker.log" >&2; exit 1; }
   "$LOADGEN" --router "$fe" --model minilm --concurrency "$CONCURRENCY" --duration-s "$DURATION" \
     --warmup-s "$WARMUP" --timeout-ms 30000 --hit-rate "$rate" --quiet \
     --json "$TMP/$name.json"

@@ -8,34 +8,24 @@ build="${EMBER_BUILD_DIR:-$root/build}"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 
-run="$(mktemp -d /tmp/ember-demo-XXXXXX)"
+source "$root/scripts/lib/cluster.sh"
+ember_scratch demo
+run="$TMP"
 frontend="ipc://$run/frontend"
 backend="ipc://$run/backend"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$run"
-}
-trap cleanup EXIT
 
 "$build/router/ember-router" --frontend "$frontend" --backend "$backend" >"$run/router.log" 2>&1 &
-pids+=($!)
+PIDS+=($!)
 # minilm-l6-random: all-MiniLM-L6-v2's architecture with seeded random weights
 # and the real bert-base-uncased WordPiece vocabulary (generated at build time).
 "$build/worker/ember-worker" --router "$backend" --device cpu --threads "$(nproc)" \
   --model "minilm=$build/models/minilm-l6-random" \
   --model "ember-tiny=$build/models/ember-tiny/model.pt" >"$run/worker.log" 2>&1 &
-pids+=($!)
+PIDS+=($!)
 
 # Wait (bounded) for the worker to register.
-for _ in $(seq 1 100); do
-  if "$build/client/emberctl" --router "$frontend" --timeout-ms 500 status 2>/dev/null |
-     grep -q minilm; then
-    break
-  fi
-  sleep 0.2
-done
+ember_wait_for "$build/client/emberctl" "$frontend" minilm 1 100 ||
+  { echo "demo.sh: the worker did not register; its log:" >&2; cat "$run/worker.log" >&2; exit 1; }
 
 "$build/client/emberctl" --router "$frontend" status
 echo
