@@ -26,11 +26,13 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -295,7 +297,17 @@ int main(int argc, char** argv) {
                  "texts file (one per line) for the tokenizer + model cell: all of them run in "
                  "batches of --e2e-batch, sorted by length (the offline limit for those texts)");
   app.add_option("--json", json_path, "write all results to this JSON file");
+  std::string precision_name = "fp32";
+  app.add_option("--precision", precision_name,
+                 "model precision: fp32, bf16, int8 (CPU); other than fp32 also reports each "
+                 "cell's cosine similarity to the fp32 model's embeddings")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  const auto precision = ew::ParsePrecision(precision_name);
+  if (!precision) {
+    std::cerr << "--precision: expected fp32, bf16, fp16 or int8\n";
+    return 2;
+  }
 
   for (int64_t len : lengths) {
     if (len < 2) {
@@ -388,7 +400,10 @@ int main(int argc, char** argv) {
 
       std::printf(
           "\n== BertModel::Embed, %d thread(s) (MiniLM-L6 architecture, random weights) ==\n", t);
-      auto model = ew::BertModel::Load(model_dir, {.threads = t});
+      auto model = ew::BertModel::Load(model_dir, {.threads = t, .precision = *precision});
+      // Reduced precision: the fp32 model on the same ids, for the cosine of each embedding.
+      std::unique_ptr<ew::BertModel> fp32;
+      if (*precision != ew::Precision::kFp32) fp32 = ew::BertModel::Load(model_dir, {.threads = t});
       PrintCellHeader();
       for (int64_t len : e2e_only ? std::vector<int64_t>{} : lengths) {
         for (int64_t b : batches) {
@@ -399,6 +414,44 @@ int main(int argc, char** argv) {
           PrintCell(c);
           all_cells.push_back(c);
           cells_json.push_back(ToJson(c));
+          cells_json.back()["precision"] = precision_name;
+          if (fp32) {
+            const std::vector<float> got = model->Embed(ids), want = fp32->Embed(ids);
+            const auto dim = static_cast<size_t>(model->dim());
+            const size_t rows = got.size() / dim;
+            auto cosine = [&](const float* a, const float* b) {
+              double dot = 0, na = 0, nb = 0;
+              for (size_t k = 0; k < dim; ++k) {
+                dot += double(a[k]) * b[k];
+                na += double(a[k]) * a[k];
+                nb += double(b[k]) * b[k];
+              }
+              return dot / std::sqrt(na * nb);
+            };
+            double min_cos = 1.0, sum_cos = 0.0, max_abs = 0.0;
+            for (size_t i = 0; i < rows; ++i) {
+              const double cos = cosine(&got[i * dim], &want[i * dim]);
+              min_cos = std::min(min_cos, cos);
+              sum_cos += cos;
+              for (size_t k = i * dim; k < (i + 1) * dim; ++k) {
+                max_abs = std::max(max_abs, std::abs(double(got[k]) - want[k]));
+              }
+            }
+            // What a cosine of 0.99x means depends on how close different texts' embeddings
+            // already are (random weights make them very close): print that scale too.
+            double max_between = -1.0;
+            for (size_t i = 1; i < rows; ++i) {
+              max_between = std::max(max_between, cosine(&want[0], &want[i * dim]));
+            }
+            const double mean_cos = sum_cos / static_cast<double>(rows);
+            std::printf(
+                "   %s vs fp32: cosine min %.6f mean %.6f, max abs diff %.2e; fp32 cosine between "
+                "different texts (text 0 vs others, max) %.4f\n",
+                precision_name.c_str(), min_cos, mean_cos, max_abs, max_between);
+            cells_json.back()["cosine_vs_fp32"] = {{"min", min_cos}, {"mean", mean_cos}};
+            cells_json.back()["max_abs_diff_vs_fp32"] = max_abs;
+            if (rows > 1) cells_json.back()["fp32_max_cosine_between_texts"] = max_between;
+          }
         }
       }
 

@@ -13,6 +13,9 @@ PACKAGES=(
   # Debian's LibTorch calls libblas.so.3; without OpenBLAS that resolves to
   # the reference BLAS, which is ~25x slower.
   libopenblas0-openmp
+  # bert_model.cpp's attention calls sgemm_ directly (through libblas.so.3,
+  # which resolves to OpenBLAS); libblas-dev provides the link-time name.
+  libblas-dev
   # The router's optional Redis second tier (docs/caching.md): the client
   # library, and the server its test starts.
   libhiredis-dev redis-server

@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember::worker {
@@ -23,6 +25,38 @@ enum class Pooling {
   kCls,   // the first token's ([CLS]) last hidden state
 };
 
+// Compute precision of the encoder's dense layers (config.toml `precision`, docs/models.md).
+enum class Precision {
+  kFp32,  // everything in float32 (default; matches the float64 reference to ~1e-7)
+  kBf16,  // CPU: bfloat16 weights and GEMMs (oneDNN), float32 residual stream, LayerNorm,
+          // softmax and pooling. CUDA: the whole forward in bfloat16.
+  kFp16,  // CUDA only: the whole forward in float16. Refused on CPU.
+  kInt8,  // CPU only: int8 weights (per output channel) with dynamic per-batch int8
+          // activations (LibTorch's quantized::linear_dynamic, oneDNN engine); rest float32.
+};
+
+// "fp32", "bf16", "fp16", "int8"; nullopt for anything else.
+inline std::optional<Precision> ParsePrecision(std::string_view text) {
+  if (text == "fp32") return Precision::kFp32;
+  if (text == "bf16") return Precision::kBf16;
+  if (text == "fp16") return Precision::kFp16;
+  if (text == "int8") return Precision::kInt8;
+  return std::nullopt;
+}
+inline const char* PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kInt8:
+      return "int8";
+    case Precision::kFp32:
+      break;
+  }
+  return "fp32";
+}
+
 struct BertOptions {
   std::string device = "cpu";  // anything torch::Device parses: "cpu", "cuda", "cuda:1"
   Pooling pooling = Pooling::kAuto;
@@ -30,6 +64,10 @@ struct BertOptions {
   // > 0: at::set_num_threads(threads) when loading and, once per thread, in every
   // thread that calls Embed (the OpenMP part of the setting is per thread). 0: leave as is.
   int threads = 0;
+  // Load throws std::runtime_error naming the precision if this build / device cannot run it
+  // (fp16 on CPU, int8 on CUDA or without LibTorch's oneDNN quantized engine, bf16 without
+  // oneDNN on CPU).
+  Precision precision = Precision::kFp32;
 };
 
 class BertModel {
@@ -65,6 +103,7 @@ class BertModel {
   Pooling pooling() const;  // resolved, never kAuto
   bool normalize() const;
   std::string device() const;
+  Precision precision() const;
 
  private:
   struct Impl;

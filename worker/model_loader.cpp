@@ -17,11 +17,20 @@ std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path,
     bert.threads = options.threads;
     bert.pooling = options.pooling;
     bert.normalize = options.normalize;
+    bert.precision = options.precision;
     return LoadBertBackend(path, bert, options.max_length);
   }
   if (options.backend != "auto" && options.backend != "torchscript") {
     throw std::runtime_error("model '" + path.string() + "': unknown backend '" + options.backend +
                              "' (auto, bert, torchscript)");
+  }
+  if (options.precision != Precision::kFp32) {
+    // A TorchScript module runs in whatever dtypes it was exported with; converting it here
+    // would be a guess.
+    throw std::runtime_error("model '" + path.string() + "': precision \"" +
+                             PrecisionName(options.precision) +
+                             "\" is only supported by the bert backend (TorchScript models run "
+                             "as exported; use fp32)");
   }
   const fs::path script = fs::is_directory(path) ? path / "model.pt" : path;
   if (fs::is_regular_file(script)) {

@@ -15,11 +15,12 @@ namespace ember::worker {
 
 struct LoadOptions {
   std::string device = "cpu";
-  int threads = 0;                   // LibTorch intra-op threads; 0 leaves LibTorch's setting
-  std::string backend = "auto";      // "auto", "bert" or "torchscript"
-  Pooling pooling = Pooling::kAuto;  // bert
-  bool normalize = true;             // bert
-  std::size_t max_length = 0;        // bert: cap on tokens per text; 0: the model's
+  int threads = 0;                         // LibTorch intra-op threads; 0 leaves LibTorch's setting
+  std::string backend = "auto";            // "auto", "bert" or "torchscript"
+  Pooling pooling = Pooling::kAuto;        // bert
+  bool normalize = true;                   // bert
+  std::size_t max_length = 0;              // bert: cap on tokens per text; 0: the model's
+  Precision precision = Precision::kFp32;  // bert; torchscript accepts only fp32
 };
 
 // Throws std::runtime_error naming the path when nothing loadable is there.

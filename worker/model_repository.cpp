@@ -193,11 +193,12 @@ ModelSpec ModelRepository::Spec(const std::string& model, std::uint32_t version)
   config::ReadInt(t, "max-length", &spec.load.max_length, 2, 1'000'000, file);
   std::string precision = "fp32";
   config::ReadString(t, "precision", &precision, file);
-  if (precision != "fp32") {
-    // Weights are converted to float32 when loaded; half precision is not
-    // wired into the backends yet, and silently ignoring it would mislead.
-    config::Bad(file, "precision", "only fp32 is supported by this worker");
-  }
+  const auto parsed = ParsePrecision(precision);
+  if (!parsed) config::Bad(file, "precision", "expected fp32, bf16, fp16 or int8");
+  // Whether the device / backend can run it is checked by the load itself (BertModel::Load,
+  // LoadBackend), which fails with the reason: fp16 needs CUDA, int8 needs CPU, TorchScript
+  // only fp32.
+  spec.load.precision = *parsed;
   ReadBatcher(t, &spec.batcher, file);
   return spec;
 }

@@ -12,7 +12,7 @@
 //   pooling = "auto" | "mean" | "cls"          # bert
 //   normalize = true                            # bert
 //   max-length = 256                            # bert: tokens per text
-//   precision = "fp32"
+//   precision = "fp32" | "bf16" | "fp16" | "int8"  # bert; fp16 CUDA only, int8 CPU only
 //   max-batch-size, max-queue-delay-us, max-batch-tokens, max-queue,
 //   preferred-batch-sizes                       # the model's batcher
 //

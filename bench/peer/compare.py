@@ -43,28 +43,36 @@ def main(argv=None):
                 continue
             a = np.fromfile(e["output"], dtype="<f4")
             b = np.fromfile(p["output"], dtype="<f4")
+            min_cos = float("nan")
             if a.size != b.size or a.size == 0:
                 diff = float("inf")
             else:
                 diff = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max())
+                ra = a.astype(np.float64).reshape(key[0], -1)
+                rb = b.astype(np.float64).reshape(key[0], -1)
+                cos = (ra * rb).sum(1) / np.sqrt((ra * ra).sum(1) * (rb * rb).sum(1))
+                min_cos = float(cos.min())
             agree = diff < args.tolerance
             ok &= agree
             rows.append({"threads": t, "batch": key[0], "length": key[1],
                          "ember_sentences_per_s": e["sentences_per_s"],
                          "peer_sentences_per_s": p["sentences_per_s"],
                          "ember_over_peer": e["sentences_per_s"] / p["sentences_per_s"],
-                         "max_abs_diff": diff, "agree": agree,
+                         "max_abs_diff": diff, "min_cosine": min_cos, "agree": agree,
+                         "ember_precision": ember.get("precision", "fp32"),
                          "ember_calls": e["calls"], "peer_calls": p["calls"],
                          "ember_mean_ms": e["mean_s"] * 1e3, "peer_mean_ms": p["mean_s"] * 1e3,
                          "ember_min_ms": e["min_s"] * 1e3, "peer_min_ms": p["min_s"] * 1e3})
     print()
-    print("| threads | batch | length | ember sent/s | peer sent/s | ember/peer | max abs diff | calls (ember/peer) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| threads | batch | length | ember sent/s | peer sent/s | ember/peer | max abs diff "
+          "| min cosine | calls (ember/peer) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         flag = "" if r["agree"] else " FAIL"
         print(f"| {r['threads']} | {r['batch']} | {r['length']} | {r['ember_sentences_per_s']:.1f} "
               f"| {r['peer_sentences_per_s']:.1f} | {r['ember_over_peer']:.2f} "
-              f"| {r['max_abs_diff']:.2e}{flag} | {r['ember_calls']}/{r['peer_calls']} |")
+              f"| {r['max_abs_diff']:.2e}{flag} | {r['min_cosine']:.7f} "
+              f"| {r['ember_calls']}/{r['peer_calls']} |")
     worst = max((r["max_abs_diff"] for r in rows), default=float("nan"))
     print(f"\nagreement: max abs diff over all cells {worst:.3g} (tolerance {args.tolerance:g}): "
           f"{'OK' if ok else 'FAILED'}")

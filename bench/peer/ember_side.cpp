@@ -63,6 +63,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-seconds", max_seconds, "stop a cell after this long (>= 1 timed call)");
   app.add_option("--out-dir", out_dir, "where to write the embeddings");
   app.add_option("--json", json_path, "timings");
+  std::string precision = "fp32";
+  app.add_option("--precision", precision, "ember's model precision (fp32, bf16, int8)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -89,9 +91,13 @@ int main(int argc, char** argv) {
     const json shared = json::parse(in);
     ew::BertOptions opt;
     opt.threads = threads;
+    const auto parsed = ew::ParsePrecision(precision);
+    if (!parsed) throw std::runtime_error("--precision: expected fp32, bf16, fp16 or int8");
+    opt.precision = *parsed;
     const auto m = ew::BertModel::Load(model, opt);
     json results = json::array();
-    std::printf("ember: threads %d, load average %s\n", threads, LoadAverage().c_str());
+    std::printf("ember: threads %d, precision %s, load average %s\n", threads, precision.c_str(),
+                LoadAverage().c_str());
     for (const auto& cell : shared.at("cells")) {
       const int64_t b = cell.at("batch"), len = cell.at("length");
       const auto ids = cell.at("ids").get<std::vector<std::vector<int32_t>>>();
@@ -140,6 +146,7 @@ int main(int argc, char** argv) {
     if (!json_path.empty()) {
       std::ofstream(json_path) << json{{"side", "ember"},
                                        {"threads", threads},
+                                       {"precision", precision},
                                        {"load_average_end", LoadAverage()},
                                        {"cells", results}}
                                       .dump(1)

@@ -16,7 +16,9 @@
 #
 # Environment: THREADS ("1 2"), BATCHES (1,8,32,128), LENGTHS (16,64,256), MIN_SECONDS (0.5),
 # MAX_SECONDS (8: a cell stops after this long once it has 1 timed call), PEER_WORK
-# (/tmp/ember-peer-run), OUT_JSON.
+# (/tmp/ember-peer-run), OUT_JSON, PRECISION (ember's model precision: fp32, bf16 or int8; the
+# peer stays fp32), TOLERANCE (max abs diff for agreement: 1e-4 for fp32, else 5e-3; the table
+# also shows each cell's min cosine between the two sides).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -29,6 +31,8 @@ LENGTHS=${LENGTHS:-16,64,256}
 MIN_SECONDS=${MIN_SECONDS:-0.5}
 MAX_SECONDS=${MAX_SECONDS:-8}
 OUT_JSON=${OUT_JSON:-$ROOT/bench/results/peer.json}
+PRECISION=${PRECISION:-fp32}
+if [[ $PRECISION == fp32 ]]; then TOLERANCE=${TOLERANCE:-1e-4}; else TOLERANCE=${TOLERANCE:-5e-3}; fi
 ORT_VERSION=1.30.0
 MODEL=$BUILD/models/minilm-l6-random
 SIDE=$BUILD/bench/ember-peer-side
@@ -71,7 +75,8 @@ trap 'kill "$SAMPLER" 2>/dev/null || true' EXIT
 for t in $THREADS; do
   echo "== threads $t: ember"
   "$SIDE" --model "$MODEL" --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" \
-    --json "$WORK/ember_t$t.json" --min-seconds "$MIN_SECONDS" --max-seconds "$MAX_SECONDS"
+    --json "$WORK/ember_t$t.json" --min-seconds "$MIN_SECONDS" --max-seconds "$MAX_SECONDS" \
+    --precision "$PRECISION"
   echo "== threads $t: onnxruntime-node $ORT_VERSION"
   NODE_PATH=$SCRATCH/node_modules node "$ROOT/bench/peer/peer_bench.mjs" --model "$WORK/model.onnx" \
     --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" --json "$WORK/peer_t$t.json" \
@@ -97,4 +102,4 @@ PYEOF
 THREADS_ARGS=()
 for t in $THREADS; do THREADS_ARGS+=("$t"); done
 "$PY" "$ROOT/bench/peer/compare.py" "$WORK" "$OUT_JSON" --threads "${THREADS_ARGS[@]}" \
-  --meta "$WORK/meta.json"
+  --meta "$WORK/meta.json" --tolerance "$TOLERANCE"
