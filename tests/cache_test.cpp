@@ -31,16 +31,6 @@ ClusterOptions CacheCluster(int port, std::size_t cache_bytes) {
   return options;
 }
 
-bool SameBits(std::span<const float> a, std::span<const float> b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
-}
-
-std::uint64_t Completed(Client& client) {
-  std::uint64_t completed = 0;
-  for (const auto& w : client.Status().workers) completed += w.completed;
-  return completed;
-}
-
 TEST(CacheTest, HitsAreBitwiseAndNeverReachAWorker) {
   const int port = FreePort();
   Cluster cluster(CacheCluster(port, 1 << 20));

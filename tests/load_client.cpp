@@ -1,6 +1,7 @@
 #include "tests/load_client.h"
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "client/client.h"
 #include "common/messages.h"
 #include "common/protocol.h"
 #include "tests/cluster.h"
@@ -104,6 +106,16 @@ LoadResult RunClient(int c, const std::string& frontend, const Reference& refere
 }
 
 }  // namespace
+
+bool SameBits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+std::uint64_t Completed(Client& client) {
+  std::uint64_t completed = 0;
+  for (const auto& w : client.Status().workers) completed += w.completed;
+  return completed;
+}
 
 float MaxAbsDiff(std::span<const float> a, const std::vector<float>& b) {
   if (a.size() != b.size()) return INFINITY;

@@ -12,6 +12,10 @@
 
 #include "common/error_code.h"
 
+namespace ember {
+class Client;
+}  // namespace ember
+
 namespace ember::testing {
 
 // Texts and the vectors the model gives for each alone (from the generator).
@@ -20,6 +24,12 @@ struct Reference {
   std::vector<std::vector<float>> vectors;
 };
 Reference LoadTinyReference();
+
+// Whether a and b hold the same floats, bit for bit.
+bool SameBits(std::span<const float> a, std::span<const float> b);
+
+// Requests all workers have completed, as the router's status counts them.
+std::uint64_t Completed(Client& client);
 
 // Largest |a[i] - b[i]|; infinity when the lengths differ.
 float MaxAbsDiff(std::span<const float> a, const std::vector<float>& b);

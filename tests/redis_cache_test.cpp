@@ -88,16 +88,6 @@ ClusterOptions RedisCluster(const RedisServer& redis, std::size_t cache_bytes, i
   return options;
 }
 
-bool SameBits(std::span<const float> a, std::span<const float> b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
-}
-
-std::uint64_t Completed(Client& client) {
-  std::uint64_t completed = 0;
-  for (const auto& w : client.Status().workers) completed += w.completed;
-  return completed;
-}
-
 // Waits (bounded) until Redis holds at least `keys` keys.
 bool WaitForKeys(RedisServer& redis, long keys) {
   const auto deadline = SteadyClock::now() + 10s;
