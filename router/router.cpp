@@ -23,6 +23,12 @@ bool WorkerFault(ErrorCode code) {
   return code == ErrorCode::kInternal || code == ErrorCode::kUnavailable;
 }
 
+// Whether a worker's model version makes requests for it worth keeping:
+// READY serves them, LOADING will (requests wait for it).
+bool CountsAsKnown(const protocol::ModelInfo& m) {
+  return m.state == protocol::ModelState::kReady || m.state == protocol::ModelState::kLoading;
+}
+
 std::string UnknownModelMessage(const std::string& model, std::uint32_t version) {
   std::string what = "no worker serves model '" + model + "'";
   if (version != 0) what += " version " + std::to_string(version);
@@ -259,10 +265,7 @@ bool Router::Known(const std::string& model, std::uint32_t version, Clock::time_
 
 void Router::RememberModels(const WorkerState& worker, Clock::time_point now) {
   for (const auto& m : worker.models) {
-    // A version still loading counts: requests for it wait for it.
-    if (m.state != protocol::ModelState::kReady && m.state != protocol::ModelState::kLoading) {
-      continue;
-    }
+    if (!CountsAsKnown(m)) continue;
     model_seen_[{m.name, m.version}] = now;
     model_seen_[{m.name, 0}] = now;
   }
@@ -626,15 +629,12 @@ void Router::HandleRegistration(const std::string& id, const protocol::Message& 
 }
 
 void Router::ForgetRemoved(const std::vector<protocol::ModelInfo>& before, Clock::time_point now) {
-  auto live = [](const protocol::ModelInfo& m) {
-    return m.state == protocol::ModelState::kReady || m.state == protocol::ModelState::kLoading;
-  };
   bool forgot = false;
   for (const auto& gone : before) {
     bool version_left = false, model_left = false;
     for (const auto& [wid, w] : workers_.workers()) {
       for (const auto& m : w.models) {
-        if (m.name != gone.name || !live(m)) continue;
+        if (m.name != gone.name || !CountsAsKnown(m)) continue;
         model_left = true;
         version_left |= m.version == gone.version;
       }

@@ -12,13 +12,12 @@
 #include "tests/cluster.h"
 #include "tests/load_client.h"
 #include "tests/prometheus_scrape.h"
-#include "tests/temp_dir.h"
+#include "tests/test_repository.h"
 
 namespace ember::testing {
 namespace {
 
 using namespace std::chrono_literals;
-namespace fs = std::filesystem;
 
 ClusterOptions CacheCluster(int port, std::size_t cache_bytes) {
   ClusterOptions options;
@@ -122,16 +121,13 @@ TEST(CacheTest, ByteBudgetHoldsAndEvictsTheOldest) {
 
 TEST(CacheTest, HotSwapNeverServesTheOldVersion) {
   const int port = FreePort();
-  TempDir repo("ember-cache-repo");
-  for (std::uint32_t v : {1u, 2u}) {
-    const fs::path dir = repo.path() / "tiny" / std::to_string(v);
-    fs::create_directories(dir);
-    fs::create_symlink(fs::path(TinyModelDir()) / "model.pt", dir / "model.pt");
-  }
+  TestRepository repo;
+  repo.AddTiny(1);
+  repo.AddTiny(2);
   ClusterOptions options = CacheCluster(port, 1 << 20);
   options.models.clear();
   options.worker_args = {"--heartbeat-ms",     "200",    "--repository",
-                         repo.path().string(), "--load", "tiny:1"};
+                         repo.root().string(), "--load", "tiny:1"};
   Cluster cluster(options);
   ASSERT_TRUE(cluster.WaitForWorkers(1));
   Client client(cluster.frontend());

@@ -15,7 +15,7 @@
 #include "client/client.h"
 #include "tests/cluster.h"
 #include "tests/load_client.h"
-#include "tests/temp_dir.h"
+#include "tests/test_repository.h"
 
 namespace ember::testing {
 namespace {
@@ -24,36 +24,9 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-// A temporary repository: REPO/<model>/<version>/ holding links to the
-// generated models (or broken files), removed afterwards.
-class Repository {
- public:
-  const fs::path& root() const { return dir_.path(); }
-
-  fs::path AddTiny(std::uint32_t version) {
-    const fs::path dir = Version("tiny", version);
-    fs::create_symlink(fs::path(TinyModelDir()) / "model.pt", dir / "model.pt");
-    return dir;
-  }
-  void AddMiniLm(std::uint32_t version) {
-    const fs::path dir = Version("minilm", version);
-    for (const auto& entry : fs::directory_iterator(EMBER_MINILM_DIR)) {
-      fs::create_symlink(entry.path(), dir / entry.path().filename());
-    }
-  }
-  fs::path Version(const std::string& model, std::uint32_t version) {
-    const fs::path dir = root() / model / std::to_string(version);
-    fs::create_directories(dir);
-    return dir;
-  }
-
- private:
-  TempDir dir_{"ember-repo"};
-};
-
 void WriteFile(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
-ClusterOptions RepositoryCluster(const Repository& repo, int workers,
+ClusterOptions RepositoryCluster(const TestRepository& repo, int workers,
                                  std::vector<std::string> loads) {
   ClusterOptions options;
   options.workers = workers;
@@ -112,9 +85,9 @@ std::uint64_t ResidentBytes(pid_t pid) {
 // that was loaded at the time: never one whose load had not begun, and never
 // an older one for a request sent after a newer version's load returned.
 TEST(ModelManagementTest, HotSwapUnderLoadLosesNothing) {
-  Repository repo;
+  TestRepository repo;
   for (std::uint32_t v = 1; v <= 6; ++v) repo.AddTiny(v);
-  repo.AddMiniLm(1);
+  repo.AddFolder("minilm", 1, EMBER_MINILM_DIR);
   Cluster cluster(RepositoryCluster(repo, 2, {"tiny:1", "minilm:1"}));
   Client client(cluster.frontend());
   ASSERT_TRUE(WaitFor(client, [](const auto& s) {
@@ -203,7 +176,7 @@ TEST(ModelManagementTest, HotSwapUnderLoadLosesNothing) {
 // is not there, a path outside the repository) fail with a reason and leave
 // the serving version alone.
 TEST(ModelManagementTest, FailedLoadsLeaveTheServingVersionAlone) {
-  Repository repo;
+  TestRepository repo;
   repo.AddTiny(1);
   WriteFile(repo.Version("tiny", 2) / "model.pt", "this is not a TorchScript archive");
   const fs::path v3 = repo.AddTiny(3);
@@ -277,9 +250,9 @@ TEST(ModelManagementTest, FailedLoadsLeaveTheServingVersionAlone) {
 // (resident size drops by most of the model), and nothing accumulates (after
 // the 20th cycle within 10% of after the first).
 TEST(ModelManagementTest, MemoryReturnsAfterUnload) {
-  Repository repo;
+  TestRepository repo;
   repo.AddTiny(1);
-  repo.AddMiniLm(1);
+  repo.AddFolder("minilm", 1, EMBER_MINILM_DIR);
   Cluster cluster(RepositoryCluster(repo, 1, {"tiny:1"}));
   Client client(cluster.frontend());
   ASSERT_TRUE(WaitFor(client, [](const auto& s) {

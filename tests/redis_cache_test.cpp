@@ -17,6 +17,7 @@
 #include "tests/load_client.h"
 #include "tests/process.h"
 #include "tests/temp_dir.h"
+#include "tests/test_repository.h"
 
 namespace ember::testing {
 namespace {
@@ -195,17 +196,14 @@ TEST(RedisCacheTest, KillingRedisUnderLoadLosesNothingAndStoresResume) {
 TEST(RedisCacheTest, HotSwapNeverServesTheOldVersionFromRedis) {
   RedisServer redis;
   ASSERT_TRUE(redis.WaitReady());
-  TempDir repo("ember-redis-repo");
-  for (std::uint32_t v : {1u, 2u}) {
-    const fs::path dir = repo.path() / "tiny" / std::to_string(v);
-    fs::create_directories(dir);
-    fs::create_symlink(fs::path(TinyModelDir()) / "model.pt", dir / "model.pt");
-  }
+  TestRepository repo;
+  repo.AddTiny(1);
+  repo.AddTiny(2);
   // Memory holds nothing, so a "cache" reply can only come from Redis.
   ClusterOptions options = RedisCluster(redis, 1);
   options.models.clear();
   options.worker_args = {"--heartbeat-ms",     "200",    "--repository",
-                         repo.path().string(), "--load", "tiny:1"};
+                         repo.root().string(), "--load", "tiny:1"};
   Cluster cluster(options);
   ASSERT_TRUE(cluster.WaitForWorkers(1));
   Client client(cluster.frontend());
