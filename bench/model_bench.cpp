@@ -3,8 +3,9 @@
 //
 // For every thread count it
 //   1. measures LibTorch fp32 (and, if it runs, bf16) matmul GFLOP/s for the shapes the encoder
-//      uses ([B*L x 384] x [384 x 1536], ...) and a square 1024^3; the best fp32 figure is the
-//      "GEMM peak" of that thread count;
+//      uses ([B*L x 384] x [384 x 1536], ...) and a square 1024^3, and the fp32 encoder's own
+//      dense layer (worker/packed_dense.h: weights packed at load, oneDNN if built with it) on
+//      the same shapes; the best fp32 figure is the "GEMM peak" of that thread count;
 //   2. times BertModel::Embed (the serving path) on seeded random token-id sequences of exactly
 //      the given lengths, for every batch x length cell, and reports sentences/s, tokens/s,
 //      achieved GFLOP/s (analytic model FLOPs / time) and the fraction of the GEMM peak;
@@ -34,6 +35,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -43,6 +45,7 @@
 #include "worker/backend.h"
 #include "worker/bert_backend.h"
 #include "worker/bert_model.h"
+#include "worker/packed_dense.h"
 
 #ifndef EMBER_MINILM_DIR
 #define EMBER_MINILM_DIR "models/minilm-l6-random"
@@ -167,6 +170,32 @@ GemmResult TimeGemm(const std::string& name, at::ScalarType dtype, int64_t batch
   } catch (const std::exception& e) {
     r.error = e.what();
     r.error = r.error.substr(0, r.error.find('\n'));
+  }
+  return r;
+}
+
+// The fused encoder's dense layer (bias, no activation) on an [m x k] input, [k x n] weights.
+GemmResult TimePacked(const std::string& name, int64_t m, int64_t k, int64_t n,
+                      double min_seconds) {
+  GemmResult r;
+  r.name = name;
+  r.m = m;
+  r.k = k;
+  r.n = n;
+  try {
+    at::manual_seed(1);
+    const at::Tensor w = at::randn({k, n}), bias = at::randn({n}), x = at::randn({m, k});
+    at::Tensor y = at::empty({m, n});
+    const ew::PackedDense dense(w.data_ptr<float>(), bias.data_ptr<float>(), k, n, std::nullopt);
+    r.dtype = std::string("Float packed (") + dense.kernel() + ")";
+    const auto times =
+        Repeat([&] { dense.Apply(x.data_ptr<float>(), m, y.data_ptr<float>()); }, min_seconds, 3);
+    const double flops = 2.0 * static_cast<double>(m * k * n);
+    r.iters = static_cast<int>(times.size());
+    r.gflops = flops / *std::min_element(times.begin(), times.end()) / 1e9;
+    r.gflops_mean = flops * static_cast<double>(times.size()) / Sum(times) / 1e9;
+  } catch (const std::exception& e) {
+    r.error = e.what();
   }
   return r;
 }
@@ -348,7 +377,10 @@ int main(int argc, char** argv) {
       at::set_num_threads(t);  // also this (the only timing) thread's OpenMP setting
       double peak = 0;
       if (!no_gemm) {
-        std::printf("\n== GEMM, %d thread(s): at::matmul, best of >= 3 calls ==\n", t);
+        std::printf(
+            "\n== GEMM, %d thread(s): at::matmul and the packed dense layer, best of >= 3 calls "
+            "==\n",
+            t);
         std::printf("%-34s %-9s %10s %10s\n", "shape", "dtype", "GFLOP/s", "mean");
         const int64_t h = arch.hidden, f = arch.ffn, hd = arch.hidden / arch.heads;
         struct Shape {
@@ -367,14 +399,16 @@ int main(int argc, char** argv) {
             {"1024^3", 1, 1024, 1024, 1024, true},
         };
         for (const auto& s : shapes) {
-          std::vector<at::ScalarType> types{at::kFloat};
+          std::vector<std::optional<at::ScalarType>> types{at::kFloat};
           if (s.bf16 && !no_bf16) types.push_back(at::kBFloat16);
+          if (s.batch == 1) types.push_back(std::nullopt);  // the packed fp32 dense layer
           for (auto dt : types) {
-            GemmResult r = TimeGemm(s.name, dt, s.batch, s.m, s.k, s.n, gemm_seconds);
+            GemmResult r = dt ? TimeGemm(s.name, *dt, s.batch, s.m, s.k, s.n, gemm_seconds)
+                              : TimePacked(s.name, s.m, s.k, s.n, gemm_seconds);
             if (r.error.empty()) {
               std::printf("%-34s %-9s %10.1f %10.1f\n", s.name.c_str(), r.dtype.c_str(), r.gflops,
                           r.gflops_mean);
-              if (dt == at::kFloat) peak = std::max(peak, r.gflops);
+              if (dt != at::kBFloat16) peak = std::max(peak, r.gflops);
             } else {
               std::printf("%-34s %-9s failed: %s\n", s.name.c_str(), r.dtype.c_str(),
                           r.error.c_str());

@@ -13,9 +13,13 @@ PACKAGES=(
   # Debian's LibTorch calls libblas.so.3; without OpenBLAS that resolves to
   # the reference BLAS, which is ~25x slower.
   libopenblas0-openmp
-  # bert_model.cpp's attention calls sgemm_ directly (through libblas.so.3,
+  # The CPU encoder's attention calls sgemm_ directly (through libblas.so.3,
   # which resolves to OpenBLAS); libblas-dev provides the link-time name.
   libblas-dev
+  # The CPU encoder's dense layers run on oneDNN with prepacked weights
+  # (worker/packed_dense.h; the same libdnnl2 LibTorch links): 1.1-1.8x
+  # OpenBLAS on one core (docs/performance.md).
+  libdnnl-dev
   # The router's optional Redis second tier (docs/caching.md): the client
   # library, and the server its test starts.
   libhiredis-dev redis-server

@@ -209,6 +209,37 @@ TEST_F(MiniLmTest, ConcurrentCallsFromOtherThreads) {
   EXPECT_LE(agr.max_abs, kMaxAbs);
 }
 
+TEST_F(MiniLmTest, PackedBatchGivesWhatEachTextGivesAlone) {
+  // The fused path packs a batch's texts back to back without padding and splits a long batch
+  // into chunks of up to 512 tokens: each text must still get its embedding as embedded alone.
+  const auto dim = static_cast<size_t>(model_->dim());
+  std::vector<size_t> by_length(ref_->ids.size());
+  for (size_t i = 0; i < by_length.size(); ++i) by_length[i] = i;
+  std::sort(by_length.begin(), by_length.end(),
+            [&](size_t a, size_t b) { return ref_->ids[a].size() < ref_->ids[b].size(); });
+  std::vector<size_t> all_twice = by_length;  // > 512 tokens: several chunks
+  all_twice.insert(all_twice.end(), by_length.rbegin(), by_length.rend());
+  const std::vector<std::vector<size_t>> batches{
+      {by_length.begin(), by_length.begin() + 8},                    // 8 short
+      {by_length.back(), by_length[0], by_length[1], by_length[2]},  // 1 long + 3 short
+      all_twice,
+  };
+  for (const auto& batch : batches) {
+    Ids ids;
+    for (size_t i : batch) ids.push_back(ref_->ids[i]);
+    const std::vector<float> together = model_->Embed(ids);
+    ASSERT_EQ(together.size(), ids.size() * dim);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const std::vector<float> alone = model_->Embed({ids[k]});
+      double diff = 0.0;
+      for (size_t d = 0; d < dim; ++d) {
+        diff = std::max(diff, std::abs(double{together[k * dim + d]} - alone[d]));
+      }
+      EXPECT_LE(diff, 1e-6) << "text " << batch[k] << " (" << ids[k].size() << " ids)";
+    }
+  }
+}
+
 TEST_F(MiniLmTest, EmptyBatchGivesNothing) { EXPECT_TRUE(model_->Embed({}).empty()); }
 
 TEST_F(MiniLmTest, RejectsBadInput) {
@@ -261,6 +292,21 @@ TEST(BertModelOptions, UnnormalizedIsAScaledMean) {
   }
   Accumulate(ref.mean, 0, normalized, dim, a);
   EXPECT_GE(a.min_cos, kMinCos);
+}
+
+TEST(BertModelOptions, AtenForwardMatchesReference) {
+  // fused = false: the same forward as padded, masked ATen ops (the benchmarks' baseline).
+  const fs::path dir = TestDataDir();
+  BertOptions opt;
+  opt.threads = 2;
+  opt.fused = false;
+  const auto model = BertModel::Load(dir / "minilm", opt);
+  const Reference ref = LoadReference(dir / "minilm_ref.json");
+  for (size_t batch : {ref.ids.size(), size_t{7}}) {
+    const Agreement a = CompareInBatches(*model, ref.ids, ref.mean, batch);
+    EXPECT_GE(a.min_cos, kMinCos) << "batch " << batch;
+    EXPECT_LE(a.max_abs, kMaxAbs) << "batch " << batch;
+  }
 }
 
 TEST(BertModelOptions, InvalidDevice) {

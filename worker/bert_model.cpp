@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "worker/cpu_encoder.h"
 #include "worker/safetensors.h"
 
 namespace ember::worker {
@@ -54,8 +55,6 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   os << ']';
   return os.str();
 }
-
-enum class Activation { kGeluErf, kGeluTanh, kRelu };
 
 struct Config {
   int64_t hidden = 0, layers = 0, heads = 0, intermediate = 0, vocab = 0, max_pos = 0;
@@ -216,81 +215,6 @@ at::Tensor LoadTensor(const SafeTensorsFile& file, const std::string& name,
   return t;
 }
 
-// Column-major single-precision GEMM, C = op(A) * op(B) (alpha 1, beta 0), on raw pointers
-// with leading dimensions, so attention can read Q/K/V in place from the fused QKV output and
-// write the context straight into its [B*L, H] rows: no per-(batch, head) Tensor, no permute
-// copies. With a system BLAS (the one Debian's LibTorch itself links, found by CMake) this is
-// its sgemm_; otherwise at::mm_out on strided views, which is correct but pays ATen's per-call
-// cost again.
-#ifdef EMBER_HAVE_BLAS
-extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n,
-                       const int* k, const float* alpha, const float* a, const int* lda,
-                       const float* b, const int* ldb, const float* beta, float* c, const int* ldc);
-#endif
-
-void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-           const float* b, int64_t ldb, float* c, int64_t ldc) {
-#ifdef EMBER_HAVE_BLAS
-  const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
-  const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
-  const int ilda = static_cast<int>(lda), ildb = static_cast<int>(ldb),
-            ildc = static_cast<int>(ldc);
-  const float one = 1.0f, zero = 0.0f;
-  sgemm_(&ta, &tb, &im, &in, &ik, &one, a, &ilda, b, &ildb, &zero, c, &ildc);
-#else
-  // Row-major views of the column-major operands: C^T = op(B)^T * op(A)^T.
-  auto view = [](const float* p, int64_t rows, int64_t cols, int64_t ld) {
-    return at::from_blob(const_cast<float*>(p), {cols, rows}, {ld, 1}, at::kFloat);
-  };
-  const at::Tensor at_ = trans_a ? view(a, k, m, lda).t() : view(a, m, k, lda);
-  const at::Tensor bt = trans_b ? view(b, n, k, ldb).t() : view(b, k, n, ldb);
-  at::Tensor ct = at::from_blob(c, {n, m}, {ldc, 1}, at::kFloat);
-  ct.copy_(at::mm(bt, at_));
-#endif
-}
-
-// Self-attention on CPU for one layer. qkv: [B*L, 3H] float32 contiguous (Q already scaled by
-// 1/sqrt(hd), see Load); lens[b]: real tokens of sequence b (<= L). Writes ctx [B*L, H].
-// Work is split into items of (sequence, group of heads) sized so one item's score block
-// stays in the core's L2 cache between its QK^T, softmax and PV (instead of one pass per op
-// over all B x nh x L x L scores in memory). Padding is skipped rather than masked: only the
-// first lens[b] keys and queries are used, which is what an additive -inf key mask yields
-// (exp underflows to exactly 0), and padded query rows only ever feed padded outputs, so
-// their context rows are zero.
-void CpuAttention(const at::Tensor& qkv, const std::vector<int64_t>& lens, int64_t len, int64_t nh,
-                  int64_t hd, at::Tensor& ctx) {
-  const int64_t b = static_cast<int64_t>(lens.size()), h = nh * hd, ld_qkv = 3 * h;
-  // Score floats per item: 256 KiB, a quarter of this CPU's 1 MiB per-core L2.
-  constexpr int64_t kScoreBudget = 64 * 1024;
-  int64_t longest = 0;
-  for (int64_t n : lens) longest = std::max(longest, n);
-  const int64_t group = std::clamp<int64_t>(kScoreBudget / (longest * longest), 1, nh);
-  const int64_t groups = (nh + group - 1) / group;
-  const float* qkv_p = qkv.data_ptr<float>();
-  float* ctx_p = ctx.data_ptr<float>();
-  at::parallel_for(0, b * groups, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t bi = item / groups, h0 = (item % groups) * group;
-      const int64_t heads = std::min(group, nh - h0), n = lens[static_cast<size_t>(bi)];
-      at::Tensor scores = at::empty({heads, n, n}, at::kFloat);
-      float* s = scores.data_ptr<float>();
-      const float* base = qkv_p + bi * len * ld_qkv;
-      for (int64_t i = 0; i < heads; ++i) {
-        const float* q = base + (h0 + i) * hd;
-        // Column-major S^T [keys x queries] = K * Q^T, i.e. row-major S [queries x keys].
-        Sgemm(true, false, n, n, hd, q + h, ld_qkv, q, ld_qkv, s + i * n * n, n);
-      }
-      at::_softmax_out(scores, scores, -1, false);  // row-wise, safe in place
-      for (int64_t i = 0; i < heads; ++i) {
-        const float* v = base + 2 * h + (h0 + i) * hd;
-        // Column-major C^T [hd x queries] = V^T * P^T, i.e. row-major context rows.
-        Sgemm(false, false, hd, n, n, v, ld_qkv, s + i * n * n, n,
-              ctx_p + bi * len * h + (h0 + i) * hd, h);
-      }
-    }
-  });
-}
-
 // One dense layer, y = x W^T + b, in the model's compute precision.
 class Dense {
  public:
@@ -374,6 +298,9 @@ struct BertModel::Impl {
   std::optional<c10::Stream> stream;
   at::Tensor word_emb, pos_emb, type_emb0, emb_ln_w, emb_ln_b;
   std::vector<Layer> layers;
+  // fp32 on CPU with BertOptions::fused: the encoder CpuEncode runs. It owns the packed dense
+  // layers (the Dense members of `layers` stay empty) and points into the tensors above.
+  std::optional<CpuEncoderWeights> fused;
 
   at::Tensor Activate(const at::Tensor& x) const {
     switch (cfg.act) {
@@ -411,7 +338,10 @@ struct BertModel::Impl {
       if (cpu) {
         // Padded query rows are not computed (see CpuAttention); zero them so they stay finite.
         ctx = padded ? at::zeros({b * len, h}, x.options()) : at::empty({b * len, h}, x.options());
-        CpuAttention(qkv.contiguous(), lens, len, nh, hd, ctx);
+        std::vector<int64_t> starts(lens.size());
+        for (size_t i = 0; i < starts.size(); ++i) starts[i] = static_cast<int64_t>(i) * len;
+        CpuAttention(qkv.contiguous().data_ptr<float>(), starts, lens, nh, hd,
+                     ctx.data_ptr<float>());
       } else {
         // [B*L, 3H] -> [3, B, nh, L, hd]
         const at::Tensor p = qkv.view({b, len, 3, nh, hd}).permute({2, 0, 3, 1, 4});
@@ -553,13 +483,23 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
     auto load = [&](const std::string& name, const std::vector<int64_t>& shape) {
       return LoadTensor(file, prefix + name, shape).to(impl->device, impl->act_dtype);
     };
-    // Weight before bias (statements, not arguments, so that a shape error names the weight
-    // first, whatever the compiler's argument order).
-    auto dense = [&](const std::string& name, int64_t out, int64_t in) {
+    // Float32 weight [out, in] and bias [out]. Weight before bias (statements, not arguments,
+    // so that a shape error names the weight first, whatever the compiler's argument order).
+    using WeightBias = std::pair<at::Tensor, at::Tensor>;
+    auto weight_bias = [&](const std::string& name, int64_t out, int64_t in) {
       at::Tensor w = load(name + ".weight", {out, in}).to(at::kFloat);
       at::Tensor b = load(name + ".bias", {out}).to(at::kFloat);
-      return Dense(std::move(w), std::move(b), impl->precision);
+      return WeightBias{std::move(w), std::move(b)};
     };
+    // fp32 on CPU: the fused encoder's packed layers instead of ATen Dense ones.
+    const bool fused =
+        options.fused && impl->device.is_cpu() && impl->precision == Precision::kFp32;
+    auto packed = [](const WeightBias& wb, std::optional<Activation> act) {
+      const at::Tensor wt = wb.first.t().contiguous();  // [in, out]
+      return PackedDense(wt.data_ptr<float>(), wb.second.data_ptr<float>(), wt.size(0), wt.size(1),
+                         act);
+    };
+    CpuEncoderWeights encoder;
     const int64_t h = c.hidden, in = c.intermediate;
     impl->word_emb = load("embeddings.word_embeddings.weight", {c.vocab, h});
     impl->pos_emb = load("embeddings.position_embeddings.weight", {c.max_pos, h});
@@ -583,20 +523,47 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
       const double scale = 1.0 / std::sqrt(static_cast<double>(h / c.heads));
       qkv_w.narrow(0, 0, h).mul_(scale);
       qkv_b.narrow(0, 0, h).mul_(scale);
-      l.qkv = Dense(std::move(qkv_w), std::move(qkv_b), impl->precision);
-      l.attn_out = dense(p + "attention.output.dense", h, h);
+      WeightBias qkv{std::move(qkv_w), std::move(qkv_b)};
+      WeightBias attn_out = weight_bias(p + "attention.output.dense", h, h);
       l.ln1_w = load(p + "attention.output.LayerNorm.weight", {h});
       l.ln1_b = load(p + "attention.output.LayerNorm.bias", {h});
-      l.inter = dense(p + "intermediate.dense", in, h);
-      l.out = dense(p + "output.dense", h, in);
+      WeightBias inter = weight_bias(p + "intermediate.dense", in, h);
+      WeightBias out = weight_bias(p + "output.dense", h, in);
       l.ln2_w = load(p + "output.LayerNorm.weight", {h});
       l.ln2_b = load(p + "output.LayerNorm.bias", {h});
+      if (fused) {
+        encoder.layers.push_back({.qkv = packed(qkv, std::nullopt),
+                                  .attn_out = packed(attn_out, std::nullopt),
+                                  .ln1_w = l.ln1_w.data_ptr<float>(),
+                                  .ln1_b = l.ln1_b.data_ptr<float>(),
+                                  .inter = packed(inter, c.act),
+                                  .out = packed(out, std::nullopt),
+                                  .ln2_w = l.ln2_w.data_ptr<float>(),
+                                  .ln2_b = l.ln2_b.data_ptr<float>()});
+      } else {
+        l.qkv = Dense(std::move(qkv.first), std::move(qkv.second), impl->precision);
+        l.attn_out = Dense(std::move(attn_out.first), std::move(attn_out.second), impl->precision);
+        l.inter = Dense(std::move(inter.first), std::move(inter.second), impl->precision);
+        l.out = Dense(std::move(out.first), std::move(out.second), impl->precision);
+      }
       impl->layers.push_back(std::move(l));
     }
     if (file.contains(prefix + "encoder.layer." + std::to_string(c.layers) +
                       ".attention.self.query.weight")) {
       Fail(weights.string() + " has more encoder layers than num_hidden_layers=" +
            std::to_string(c.layers) + " in config.json");
+    }
+    if (fused) {
+      encoder.hidden = h;
+      encoder.heads = c.heads;
+      encoder.intermediate = in;
+      encoder.eps = static_cast<float>(c.eps);
+      encoder.word_emb = impl->word_emb.data_ptr<float>();
+      encoder.pos_emb = impl->pos_emb.data_ptr<float>();
+      encoder.type_emb0 = impl->type_emb0.data_ptr<float>();
+      encoder.emb_ln_w = impl->emb_ln_w.data_ptr<float>();
+      encoder.emb_ln_b = impl->emb_ln_b.data_ptr<float>();
+      impl->fused = std::move(encoder);
     }
   } catch (const c10::Error& e) {
     Fail("loading " + weights.string() + ": " + e.what_without_backtrace());
@@ -641,6 +608,16 @@ std::vector<float> BertModel::Embed(const std::vector<std::vector<int32_t>>& ids
   }
 
   c10::InferenceMode guard;
+  if (m.fused) {
+    std::vector<float> out(ids.size() * static_cast<size_t>(m.cfg.hidden));
+    try {
+      CpuEncode(*m.fused, ids, m.pooling == Pooling::kCls ? CpuPooling::kCls : CpuPooling::kMean,
+                m.normalize, out.data());
+    } catch (const c10::Error& e) {
+      throw std::runtime_error(std::string("BertModel::Embed: ") + e.what_without_backtrace());
+    }
+    return out;
+  }
   std::vector<int64_t> lens(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) lens[i] = static_cast<int64_t>(ids[i].size());
   // CUDA: page-locked host buffers, so the copies below can run asynchronously on the model's
@@ -683,6 +660,11 @@ uint64_t BertModel::memory_bytes() const {
   for (const Layer& l : m.layers) {
     for (const Dense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) bytes += d->bytes();
     for (const at::Tensor* t : {&l.ln1_w, &l.ln1_b, &l.ln2_w, &l.ln2_b}) bytes += t->nbytes();
+  }
+  if (m.fused) {
+    for (const CpuEncoderWeights::Layer& l : m.fused->layers) {
+      for (const PackedDense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) bytes += d->bytes();
+    }
   }
   return bytes;
 }

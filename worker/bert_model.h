@@ -68,6 +68,11 @@ struct BertOptions {
   // (fp16 on CPU, int8 on CUDA or without LibTorch's oneDNN quantized engine, bf16 without
   // oneDNN on CPU).
   Precision precision = Precision::kFp32;
+  // fp32 on CPU: run the fused, packed encoder (cpu_encoder.h; the default and faster path).
+  // false runs the same forward as ATen ops, padded and masked: kept as the reference it is
+  // tested against and as the benchmarks' baseline. Other precisions and devices always run
+  // the ATen forward.
+  bool fused = true;
 };
 
 class BertModel {

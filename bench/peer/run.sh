@@ -9,12 +9,14 @@
 # 2. uses BUILD_DIR/models/minilm-l6-random (builds the ember_models target if missing) and
 #    exports it to ONNX with bench/peer/export_onnx.py (Debian python3-torch; checked against
 #    scripts/reference_bert.py first);
-# 3. writes the shared inputs once (ember-peer-side --write-inputs) and, per thread count, runs
-#    ember's side (BUILD_DIR/bench/ember-peer-side) then the peer's (peer_bench.mjs);
-# 4. checks every cell's embeddings agree (max abs diff < 1e-4), prints the table and writes
-#    bench/results/peer.json (OUT_JSON).
+# 3. writes the shared inputs once (ember-peer-side --write-inputs) and, ROUNDS times, per thread
+#    count, runs ember's side (BUILD_DIR/bench/ember-peer-side) then the peer's (peer_bench.mjs):
+#    alternating, so that a slow spell of the machine (a shared VM's cores vary over minutes)
+#    hits both sides alike rather than one whole side;
+# 4. checks every cell's embeddings agree (max abs diff < 1e-4), prints the table (best round per
+#    side, and the range of the per-round ratios) and writes bench/results/peer.json (OUT_JSON).
 #
-# Environment: THREADS ("1 2"), BATCHES (1,8,32,128), LENGTHS (16,64,256), MIN_SECONDS (0.5),
+# Environment: ROUNDS (2), THREADS ("1 2"), BATCHES (1,8,32,128), LENGTHS (16,64,256), MIN_SECONDS (0.5),
 # MAX_SECONDS (8: a cell stops after this long once it has 1 timed call), PEER_WORK
 # (/tmp/ember-peer-run), OUT_JSON, PRECISION (ember's model precision: fp32, bf16 or int8; the
 # peer stays fp32), TOLERANCE (max abs diff for agreement: 1e-4 for fp32, else 5e-3; the table
@@ -25,6 +27,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 SCRATCH=${PEER_SCRATCH:-/tmp/ember-peer-ort}
 WORK=${PEER_WORK:-/tmp/ember-peer-run}
+ROUNDS=${ROUNDS:-2}
 THREADS=${THREADS:-"1 2"}
 BATCHES=${BATCHES:-1,8,32,128}
 LENGTHS=${LENGTHS:-16,64,256}
@@ -56,7 +59,7 @@ if [[ ! -x $SIDE ]]; then
 fi
 [[ -f $MODEL/model.safetensors ]] || cmake --build "$BUILD" --target ember_models
 mkdir -p "$WORK"
-rm -f "$WORK"/*.f32 "$WORK"/ember_t*.json "$WORK"/peer_t*.json
+rm -f "$WORK"/*.f32 "$WORK"/ember_t*.json "$WORK"/peer_t*.json "$WORK"/*_r*.json
 if [[ ! -f $WORK/model.onnx || $MODEL/model.safetensors -nt $WORK/model.onnx ||
       $ROOT/bench/peer/export_onnx.py -nt $WORK/model.onnx ]]; then
   echo "== exporting $MODEL to $WORK/model.onnx"
@@ -71,16 +74,18 @@ LOADLOG=$WORK/loadavg.log
 SAMPLER=$!
 trap 'kill "$SAMPLER" 2>/dev/null || true' EXIT
 
-# 3. both sides, one thread count at a time, never concurrently
-for t in $THREADS; do
-  echo "== threads $t: ember"
-  "$SIDE" --model "$MODEL" --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" \
-    --json "$WORK/ember_t$t.json" --min-seconds "$MIN_SECONDS" --max-seconds "$MAX_SECONDS" \
-    --precision "$PRECISION"
-  echo "== threads $t: onnxruntime-node $ORT_VERSION"
-  NODE_PATH=$SCRATCH/node_modules node "$ROOT/bench/peer/peer_bench.mjs" --model "$WORK/model.onnx" \
-    --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" --json "$WORK/peer_t$t.json" \
-    --min-seconds "$MIN_SECONDS" --max-seconds "$MAX_SECONDS"
+# 3. both sides, one thread count at a time, never concurrently, ROUNDS times
+for r in $(seq 1 "$ROUNDS"); do
+  for t in $THREADS; do
+    echo "== round $r, threads $t: ember"
+    "$SIDE" --model "$MODEL" --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" \
+      --json "$WORK/ember_t${t}_r$r.json" --min-seconds "$MIN_SECONDS" \
+      --max-seconds "$MAX_SECONDS" --precision "$PRECISION"
+    echo "== round $r, threads $t: onnxruntime-node $ORT_VERSION"
+    NODE_PATH=$SCRATCH/node_modules node "$ROOT/bench/peer/peer_bench.mjs" \
+      --model "$WORK/model.onnx" --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" \
+      --json "$WORK/peer_t${t}_r$r.json" --min-seconds "$MIN_SECONDS" --max-seconds "$MAX_SECONDS"
+  done
 done
 kill "$SAMPLER" 2>/dev/null || true
 
@@ -102,4 +107,4 @@ PYEOF
 THREADS_ARGS=()
 for t in $THREADS; do THREADS_ARGS+=("$t"); done
 "$PY" "$ROOT/bench/peer/compare.py" "$WORK" "$OUT_JSON" --threads "${THREADS_ARGS[@]}" \
-  --meta "$WORK/meta.json" --tolerance "$TOLERANCE"
+  --rounds "$ROUNDS" --meta "$WORK/meta.json" --tolerance "$TOLERANCE"
