@@ -315,6 +315,14 @@ int main(int argc, char** argv) {
   app.add_flag("--no-gemm", no_gemm, "skip the GEMM roofline measurement");
   app.add_flag("--no-bf16", no_bf16, "skip the bf16 GEMM measurement");
   app.add_flag("--no-e2e", no_e2e, "skip the tokenizer + model cell");
+  bool baseline_aten = false;
+  app.add_flag("--baseline-aten", baseline_aten,
+               "also time every cell on the ATen forward (padded, unfused) and print the ratio");
+  std::vector<int64_t> mixed;
+  app.add_option("--mixed", mixed,
+                 "LO,HI: also cells of each batch size whose lengths are uniform in [LO, HI]")
+      ->delimiter(',')
+      ->expected(2);
   bool e2e_only = false;
   std::string e2e_texts;
   app.add_flag("--e2e-only", e2e_only, "only the tokenizer + model cell (no batch x length grid)");
@@ -439,53 +447,97 @@ int main(int argc, char** argv) {
       std::unique_ptr<ew::BertModel> fp32;
       if (*precision != ew::Precision::kFp32) fp32 = ew::BertModel::Load(model_dir, {.threads = t});
       PrintCellHeader();
+      // The same forward as padded ATen ops (BertOptions::fused = false), timed right after each
+      // cell on the same ids: the fused path's baseline in the same process.
+      std::unique_ptr<ew::BertModel> aten;
+      if (baseline_aten) {
+        aten =
+            ew::BertModel::Load(model_dir, {.threads = t, .precision = *precision, .fused = false});
+      }
+      // Grid cells (every sequence `len` ids), then, with --mixed, cells whose lengths are drawn
+      // uniformly from [lo, hi] (length column: hi, the padded length of the ATen path).
+      struct Input {
+        std::string kind;
+        int64_t batch, length;
+        std::vector<std::vector<int32_t>> ids;
+      };
+      std::vector<Input> inputs;
       for (int64_t len : e2e_only ? std::vector<int64_t>{} : lengths) {
         for (int64_t b : batches) {
-          const auto ids = ember::bench::RandomIds(b, len, static_cast<uint32_t>(1000 * len + b));
-          const double gflop = static_cast<double>(b) * FlopsPerSequence(arch, len) / 1e9;
-          const auto times = Repeat([&] { (void)model->Embed(ids); }, min_seconds, 3);
-          Cell c = MakeCell("model", t, b, len, b * len, gflop, times, peak);
-          PrintCell(c);
-          all_cells.push_back(c);
-          cells_json.push_back(ToJson(c));
-          cells_json.back()["precision"] = precision_name;
-          if (fp32) {
-            const std::vector<float> got = model->Embed(ids), want = fp32->Embed(ids);
-            const auto dim = static_cast<size_t>(model->dim());
-            const size_t rows = got.size() / dim;
-            auto cosine = [&](const float* a, const float* b) {
-              double dot = 0, na = 0, nb = 0;
-              for (size_t k = 0; k < dim; ++k) {
-                dot += double(a[k]) * b[k];
-                na += double(a[k]) * a[k];
-                nb += double(b[k]) * b[k];
-              }
-              return dot / std::sqrt(na * nb);
-            };
-            double min_cos = 1.0, sum_cos = 0.0, max_abs = 0.0;
-            for (size_t i = 0; i < rows; ++i) {
-              const double cos = cosine(&got[i * dim], &want[i * dim]);
-              min_cos = std::min(min_cos, cos);
-              sum_cos += cos;
-              for (size_t k = i * dim; k < (i + 1) * dim; ++k) {
-                max_abs = std::max(max_abs, std::abs(double(got[k]) - want[k]));
-              }
+          inputs.push_back(
+              {"model", b, len,
+               ember::bench::RandomIds(b, len, static_cast<uint32_t>(1000 * len + b))});
+        }
+      }
+      for (int64_t b : mixed.empty() || e2e_only ? std::vector<int64_t>{} : batches) {
+        std::mt19937 rng(static_cast<uint32_t>(b));
+        std::uniform_int_distribution<int64_t> pick(mixed[0], mixed[1]);
+        Input in{"mixed", b, mixed[1], {}};
+        for (int64_t i = 0; i < b; ++i) {
+          in.ids.push_back(
+              ember::bench::RandomIds(1, pick(rng), static_cast<uint32_t>(7 * b + i)).front());
+        }
+        inputs.push_back(std::move(in));
+      }
+      for (const Input& in : inputs) {
+        const auto& ids = in.ids;
+        const int64_t b = in.batch, len = in.length;
+        int64_t tokens = 0;
+        double gflop = 0;
+        for (const auto& seq : ids) {
+          tokens += static_cast<int64_t>(seq.size());
+          gflop += FlopsPerSequence(arch, static_cast<int64_t>(seq.size())) / 1e9;
+        }
+        const auto times = Repeat([&] { (void)model->Embed(ids); }, min_seconds, 3);
+        Cell c = MakeCell(in.kind, t, b, len, tokens, gflop, times, peak);
+        PrintCell(c);
+        all_cells.push_back(c);
+        cells_json.push_back(ToJson(c));
+        cells_json.back()["precision"] = precision_name;
+        if (aten) {
+          const auto aten_times = Repeat([&] { (void)aten->Embed(ids); }, min_seconds, 3);
+          Cell a = MakeCell(in.kind + "-aten", t, b, len, tokens, gflop, aten_times, peak);
+          PrintCell(a);
+          std::printf("   fused / aten: %.2fx\n", c.sentences_per_s / a.sentences_per_s);
+          cells_json.back()["aten_sentences_per_s"] = a.sentences_per_s;
+          cells_json.back()["fused_over_aten"] = c.sentences_per_s / a.sentences_per_s;
+        }
+        if (fp32) {
+          const std::vector<float> got = model->Embed(ids), want = fp32->Embed(ids);
+          const auto dim = static_cast<size_t>(model->dim());
+          const size_t rows = got.size() / dim;
+          auto cosine = [&](const float* a, const float* b) {
+            double dot = 0, na = 0, nb = 0;
+            for (size_t k = 0; k < dim; ++k) {
+              dot += double(a[k]) * b[k];
+              na += double(a[k]) * a[k];
+              nb += double(b[k]) * b[k];
             }
-            // What a cosine of 0.99x means depends on how close different texts' embeddings
-            // already are (random weights make them very close): print that scale too.
-            double max_between = -1.0;
-            for (size_t i = 1; i < rows; ++i) {
-              max_between = std::max(max_between, cosine(&want[0], &want[i * dim]));
+            return dot / std::sqrt(na * nb);
+          };
+          double min_cos = 1.0, sum_cos = 0.0, max_abs = 0.0;
+          for (size_t i = 0; i < rows; ++i) {
+            const double cos = cosine(&got[i * dim], &want[i * dim]);
+            min_cos = std::min(min_cos, cos);
+            sum_cos += cos;
+            for (size_t k = i * dim; k < (i + 1) * dim; ++k) {
+              max_abs = std::max(max_abs, std::abs(double(got[k]) - want[k]));
             }
-            const double mean_cos = sum_cos / static_cast<double>(rows);
-            std::printf(
-                "   %s vs fp32: cosine min %.6f mean %.6f, max abs diff %.2e; fp32 cosine between "
-                "different texts (text 0 vs others, max) %.4f\n",
-                precision_name.c_str(), min_cos, mean_cos, max_abs, max_between);
-            cells_json.back()["cosine_vs_fp32"] = {{"min", min_cos}, {"mean", mean_cos}};
-            cells_json.back()["max_abs_diff_vs_fp32"] = max_abs;
-            if (rows > 1) cells_json.back()["fp32_max_cosine_between_texts"] = max_between;
           }
+          // What a cosine of 0.99x means depends on how close different texts' embeddings
+          // already are (random weights make them very close): print that scale too.
+          double max_between = -1.0;
+          for (size_t i = 1; i < rows; ++i) {
+            max_between = std::max(max_between, cosine(&want[0], &want[i * dim]));
+          }
+          const double mean_cos = sum_cos / static_cast<double>(rows);
+          std::printf(
+              "   %s vs fp32: cosine min %.6f mean %.6f, max abs diff %.2e; fp32 cosine between "
+              "different texts (text 0 vs others, max) %.4f\n",
+              precision_name.c_str(), min_cos, mean_cos, max_abs, max_between);
+          cells_json.back()["cosine_vs_fp32"] = {{"min", min_cos}, {"mean", mean_cos}};
+          cells_json.back()["max_abs_diff_vs_fp32"] = max_abs;
+          if (rows > 1) cells_json.back()["fp32_max_cosine_between_texts"] = max_between;
         }
       }
 

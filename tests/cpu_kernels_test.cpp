@@ -1,7 +1,7 @@
 // The fused CPU encoder's building blocks against double-precision references: the erf
-// approximation, the LayerNorm and activation passes (worker/cpu_kernels.h) and the packed
-// dense layer (worker/packed_dense.h: oneDNN when the build has it, else BLAS), including row
-// counts across its 256-row blocks and concurrent calls on one layer.
+// approximation, the LayerNorm, activation and bf16 conversion passes (worker/cpu_kernels.h)
+// and the packed dense layer (worker/packed_dense.h: oneDNN when the build has it, else BLAS),
+// including row counts across its 256-row blocks, bf16 math and concurrent calls on one layer.
 #include "worker/cpu_kernels.h"
 
 #include <gtest/gtest.h>
@@ -130,6 +130,35 @@ TEST(PackedDense, MatchesDoubleAcrossRowBlocks) {
       EXPECT_LT(worst, 1e-5) << rows << " rows, " << dense.kernel();
     }
   }
+}
+
+TEST(CpuKernels, ToBf16RoundsToNearestEven) {
+  const std::vector<float> x{
+      1.0f, 1.0f + 0x1p-8f, 1.0f + 0x1p-7f + 0x1p-8f, 1.0f + 0x1p-9f + 0x1p-8f, -2.5f, 0.0f};
+  std::vector<uint16_t> y(x.size());
+  ToBf16(x.data(), static_cast<int64_t>(x.size()), y.data());
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to the even mantissa (1).
+  EXPECT_EQ(y, (std::vector<uint16_t>{0x3F80, 0x3F80, 0x3F82, 0x3F81, 0xC020, 0x0000}));
+}
+
+TEST(PackedDense, Bf16MathIsCloseAndReallyBf16) {
+  if (!PackedDense::Supports(PackedDense::Math::kBf16)) GTEST_SKIP() << "built without oneDNN";
+  const int64_t in = 384, out = 160, rows = 300;
+  const std::vector<float> wt = Random(in * out, 31, 0.1f), bias = Random(out, 32);
+  const std::vector<float> x = Random(rows * in, 33);
+  const PackedDense dense(wt.data(), bias.data(), in, out, Activation::kGeluErf,
+                          PackedDense::Math::kBf16);
+  EXPECT_LT(dense.bytes(), static_cast<uint64_t>(in * out) * sizeof(float));  // bf16 weights
+  std::vector<float> y(rows * out);
+  dense.Apply(x.data(), rows, y.data());
+  const double worst = MaxAbs(y, DenseReference(x, rows, wt, bias, in, out, Activation::kGeluErf));
+  std::printf("bf16 dense [%lld x %lld], %lld rows: max abs diff %.3g\n",
+              static_cast<long long>(in), static_cast<long long>(out), static_cast<long long>(rows),
+              worst);
+  // Outputs are ~1 in size; bf16 keeps 8 bits of mantissa, so ~1e-2 over 384 products. A
+  // float32 GEMM would be within 1e-5.
+  EXPECT_LT(worst, 5e-2);
+  EXPECT_GT(worst, 1e-4);
 }
 
 TEST(PackedDense, ConcurrentCallsOnOneLayerAreIndependent) {

@@ -298,8 +298,8 @@ struct BertModel::Impl {
   std::optional<c10::Stream> stream;
   at::Tensor word_emb, pos_emb, type_emb0, emb_ln_w, emb_ln_b;
   std::vector<Layer> layers;
-  // fp32 on CPU with BertOptions::fused: the encoder CpuEncode runs. It owns the packed dense
-  // layers (the Dense members of `layers` stay empty) and points into the tensors above.
+  // fp32 / bf16 on CPU with BertOptions::fused: the encoder CpuEncode runs. It owns the packed
+  // dense layers (the Dense members of `layers` stay empty) and points into the tensors above.
   std::optional<CpuEncoderWeights> fused;
 
   at::Tensor Activate(const at::Tensor& x) const {
@@ -491,13 +491,17 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
       at::Tensor b = load(name + ".bias", {out}).to(at::kFloat);
       return WeightBias{std::move(w), std::move(b)};
     };
-    // fp32 on CPU: the fused encoder's packed layers instead of ATen Dense ones.
-    const bool fused =
-        options.fused && impl->device.is_cpu() && impl->precision == Precision::kFp32;
-    auto packed = [](const WeightBias& wb, std::optional<Activation> act) {
+    // fp32 (and bf16 where PackedDense can) on CPU: the fused encoder's packed layers instead
+    // of ATen Dense ones.
+    const PackedDense::Math math =
+        impl->precision == Precision::kBf16 ? PackedDense::Math::kBf16 : PackedDense::Math::kFp32;
+    const bool fused = options.fused && impl->device.is_cpu() &&
+                       (impl->precision == Precision::kFp32 ||
+                        (impl->precision == Precision::kBf16 && PackedDense::Supports(math)));
+    auto packed = [math](const WeightBias& wb, std::optional<Activation> act) {
       const at::Tensor wt = wb.first.t().contiguous();  // [in, out]
       return PackedDense(wt.data_ptr<float>(), wb.second.data_ptr<float>(), wt.size(0), wt.size(1),
-                         act);
+                         act, math);
     };
     CpuEncoderWeights encoder;
     const int64_t h = c.hidden, in = c.intermediate;

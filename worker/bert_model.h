@@ -29,7 +29,7 @@ enum class Pooling {
 enum class Precision {
   kFp32,  // everything in float32 (default; matches the float64 reference to ~1e-7)
   kBf16,  // CPU: bfloat16 weights and GEMMs (oneDNN), float32 residual stream, LayerNorm,
-          // softmax and pooling. CUDA: the whole forward in bfloat16.
+          // attention, GELU and pooling. CUDA: the whole forward in bfloat16.
   kFp16,  // CUDA only: the whole forward in float16. Refused on CPU.
   kInt8,  // CPU only: int8 weights (per output channel) with dynamic per-batch int8
           // activations (LibTorch's quantized::linear_dynamic, oneDNN engine); rest float32.
@@ -68,7 +68,8 @@ struct BertOptions {
   // (fp16 on CPU, int8 on CUDA or without LibTorch's oneDNN quantized engine, bf16 without
   // oneDNN on CPU).
   Precision precision = Precision::kFp32;
-  // fp32 on CPU: run the fused, packed encoder (cpu_encoder.h; the default and faster path).
+  // fp32 and bf16 on CPU: run the fused, packed encoder (cpu_encoder.h; the default and faster
+  // path; bf16 only in builds with oneDNN).
   // false runs the same forward as ATen ops, padded and masked: kept as the reference it is
   // tested against and as the benchmarks' baseline. Other precisions and devices always run
   // the ATen forward.

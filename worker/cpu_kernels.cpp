@@ -1,6 +1,7 @@
 #include "worker/cpu_kernels.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 // One clone per x86-64 ISA level, chosen by an ifunc resolver when the library loads.
@@ -125,6 +126,15 @@ void AddLayerNorm(float* x, const float* y, const float* bias, const float* gamm
     const float inv = 1.0f / std::sqrt(sq / static_cast<float>(n) + eps);
 #pragma omp simd
     for (int64_t c = 0; c < n; ++c) row[c] = (row[c] - mean) * inv * gamma[c] + beta[c];
+  }
+}
+
+EMBER_VECTOR_CLONES
+void ToBf16(const float* x, int64_t n, uint16_t* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const auto u = std::bit_cast<uint32_t>(x[i]);
+    y[i] = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
   }
 }
 

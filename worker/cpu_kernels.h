@@ -36,4 +36,7 @@ void BiasActivation(float* y, int64_t rows, int64_t n, const float* bias, Activa
 void AddLayerNorm(float* x, const float* y, const float* bias, const float* gamma,
                   const float* beta, int64_t rows, int64_t n, float eps);
 
+// n floats to bfloat16 (the upper 16 bits, rounded to nearest even; inputs are finite).
+void ToBf16(const float* x, int64_t n, uint16_t* y);
+
 }  // namespace ember::worker

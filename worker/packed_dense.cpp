@@ -49,6 +49,7 @@ struct PackedDense::Impl {
   };
 
   int64_t in = 0, out = 0;
+  Math math = Math::kFp32;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::primitive_attr attr;
   dnnl::memory::desc bias_md;
@@ -59,10 +60,12 @@ struct PackedDense::Impl {
 
   dnnl::matmul::primitive_desc Describe(int64_t rows, const dnnl::memory::desc& weights_md) const {
     return dnnl::matmul::primitive_desc(
-        dnnl::matmul::desc(dnnl::memory::desc({rows, in}, dt::f32, tag::ab), weights_md, bias_md,
+        dnnl::matmul::desc(dnnl::memory::desc({rows, in}, Type(), tag::ab), weights_md, bias_md,
                            dnnl::memory::desc({rows, out}, dt::f32, tag::ab)),
         attr, engine);
   }
+
+  dt Type() const { return math == Math::kBf16 ? dt::bf16 : dt::f32; }
 
   std::shared_ptr<const Primitive> Get(int64_t rows) const {
     const std::lock_guard lock(mu);
@@ -78,12 +81,15 @@ struct PackedDense::Impl {
   }
 };
 
+bool PackedDense::Supports(Math) { return true; }
+
 PackedDense::PackedDense(const float* wt, const float* bias, int64_t in, int64_t out,
-                         std::optional<Activation> act)
+                         std::optional<Activation> act, Math math)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.in = in;
   m.out = out;
+  m.math = math;
   try {
     // User scratchpad: each call brings its own, so one primitive can run on several threads
     // at once (with the library's, concurrent calls corrupted each other's results here).
@@ -94,13 +100,13 @@ PackedDense::PackedDense(const float* wt, const float* bias, int64_t in, int64_t
       m.attr.set_post_ops(ops);
     }
     m.bias_md = dnnl::memory::desc({1, out}, dt::f32, tag::ab);
-    const auto reference = m.Describe(kMaxRows, dnnl::memory::desc({in, out}, dt::f32, tag::any));
+    const auto reference = m.Describe(kMaxRows, dnnl::memory::desc({in, out}, m.Type(), tag::any));
     m.kernel = std::string("onednn:") + reference.impl_info_str();
     dnnl::memory plain(dnnl::memory::desc({in, out}, dt::f32, tag::ab), m.engine,
                        const_cast<float*>(wt));
     m.weights = dnnl::memory(reference.weights_desc(), m.engine);
     dnnl::stream stream(m.engine);
-    dnnl::reorder(plain, m.weights).execute(stream, plain, m.weights);
+    dnnl::reorder(plain, m.weights).execute(stream, plain, m.weights);  // converts to bf16 too
     stream.wait();
     m.bias = dnnl::memory(m.bias_md, m.engine);
     std::memcpy(m.bias.get_data_handle(), bias, static_cast<size_t>(out) * sizeof(float));
@@ -115,10 +121,17 @@ void PackedDense::Apply(const float* x, int64_t rows, float* y) const {
   const Impl& m = *impl_;
   try {
     dnnl::stream stream(m.engine);
+    std::vector<uint16_t> bf16;  // bf16 math: the block's input rows, rounded
+    if (m.math == Math::kBf16) bf16.resize(static_cast<size_t>(std::min(kMaxRows, rows) * m.in));
     for (int64_t r0 = 0; r0 < rows; r0 += kMaxRows) {
       const int64_t n = std::min(kMaxRows, rows - r0);
       const auto p = m.Get(n);
-      dnnl::memory src(p->src, m.engine, const_cast<float*>(x + r0 * m.in));
+      void* input = const_cast<float*>(x + r0 * m.in);
+      if (m.math == Math::kBf16) {
+        ToBf16(x + r0 * m.in, n * m.in, bf16.data());
+        input = bf16.data();
+      }
+      dnnl::memory src(p->src, m.engine, input);
       dnnl::memory dst(p->dst, m.engine, y + r0 * m.out);
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src},
                                                  {DNNL_ARG_WEIGHTS, m.weights},
@@ -128,8 +141,8 @@ void PackedDense::Apply(const float* x, int64_t rows, float* y) const {
         args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p->scratchpad, m.engine));
       }
       p->matmul.execute(stream, args);
+      stream.wait();  // before the next block overwrites the bf16 input
     }
-    stream.wait();
   } catch (const dnnl::error& e) {
     throw std::runtime_error("PackedDense [" + std::to_string(m.in) + " x " +
                              std::to_string(m.out) + "] on " + std::to_string(rows) +
@@ -150,9 +163,12 @@ struct PackedDense::Impl {
   std::optional<Activation> act;
 };
 
+bool PackedDense::Supports(Math math) { return math == Math::kFp32; }
+
 PackedDense::PackedDense(const float* wt, const float* bias, int64_t in, int64_t out,
-                         std::optional<Activation> act)
+                         std::optional<Activation> act, Math math)
     : impl_(std::make_unique<Impl>()) {
+  if (!Supports(math)) throw std::runtime_error("PackedDense: bf16 needs a build with oneDNN");
   impl_->in = in;
   impl_->out = out;
   impl_->wt.assign(wt, wt + in * out);

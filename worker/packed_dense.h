@@ -1,5 +1,6 @@
-// One float32 dense layer of the CPU encoder, y = act(x W + b), with its weights laid out once,
-// at load, for the GEMM kernel that runs it (docs/performance.md "Fused fp32 path").
+// One dense layer of the CPU encoder, y = act(x W + b) on float32 rows, with its weights laid out
+// once, at load, for the GEMM kernel that runs it (docs/performance.md "Fused fp32 path"); the
+// GEMM itself in float32 or, for the bf16 precision, bfloat16.
 //
 // With oneDNN in the build (EMBER_HAVE_DNNL; Debian's libdnnl-dev, the same library LibTorch
 // links) this is oneDNN's matmul on weights reordered to its blocked layout, with the bias and
@@ -21,11 +22,16 @@ namespace ember::worker {
 
 class PackedDense {
  public:
+  // Whether the GEMM multiplies float32 or bfloat16 (weights stored as bf16, each call's input
+  // rounded to bf16; float32 accumulation, bias, activation and output). bf16 needs oneDNN.
+  enum class Math { kFp32, kBf16 };
+  static bool Supports(Math math);
+
   // wt: [in, out] row-major (the transposed torch Linear weight); bias: [out]. Both are copied.
   // act: applied after the bias, or none. Throws std::runtime_error if the GEMM library refuses
-  // the shape.
+  // the shape or the math.
   PackedDense(const float* wt, const float* bias, int64_t in, int64_t out,
-              std::optional<Activation> act);
+              std::optional<Activation> act, Math math = Math::kFp32);
   ~PackedDense();
   PackedDense(PackedDense&&) noexcept;
   PackedDense& operator=(PackedDense&&) noexcept;

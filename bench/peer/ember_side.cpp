@@ -30,6 +30,7 @@
 
 #include "bench/random_ids.h"
 #include "worker/bert_model.h"
+#include "worker/torchscript_backend.h"
 
 namespace {
 
@@ -65,6 +66,12 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "timings");
   std::string precision = "fp32";
   app.add_option("--precision", precision, "ember's model precision (fp32, bf16, int8)");
+  bool aten = false;
+  app.add_flag("--aten", aten, "fp32: the padded ATen forward instead of the fused encoder");
+  std::string torchscript;
+  app.add_option("--torchscript", torchscript,
+                 "time this TorchScript module (ember's TorchScript backend; "
+                 "bench/peer/export_torchscript.py) instead of --model");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -83,7 +90,7 @@ int main(int argc, char** argv) {
       std::printf("wrote %s: %zu cells\n", write_inputs.c_str(), cells.size());
       return 0;
     }
-    if (inputs.empty() || model.empty() || out_dir.empty()) {
+    if (inputs.empty() || (model.empty() && torchscript.empty()) || out_dir.empty()) {
       std::cerr << "need --inputs, --model and --out-dir (or --write-inputs)\n";
       return 2;
     }
@@ -94,15 +101,26 @@ int main(int argc, char** argv) {
     const auto parsed = ew::ParsePrecision(precision);
     if (!parsed) throw std::runtime_error("--precision: expected fp32, bf16, fp16 or int8");
     opt.precision = *parsed;
-    const auto m = ew::BertModel::Load(model, opt);
+    opt.fused = !aten;
+    std::unique_ptr<ew::BertModel> bert;
+    std::unique_ptr<ew::Backend> script;
+    if (torchscript.empty()) {
+      bert = ew::BertModel::Load(model, opt);
+    } else {
+      script = ew::LoadTorchScriptBackend(torchscript, {.threads = threads});
+    }
+    const std::string path = !torchscript.empty() ? "torchscript" : aten ? "aten" : "fused";
+    auto embed = [&](const std::vector<std::vector<int32_t>>& ids) {
+      return bert ? bert->Embed(ids) : script->Embed(ids);
+    };
     json results = json::array();
-    std::printf("ember: threads %d, precision %s, load average %s\n", threads, precision.c_str(),
-                LoadAverage().c_str());
+    std::printf("ember: threads %d, precision %s, path %s, load average %s\n", threads,
+                precision.c_str(), path.c_str(), LoadAverage().c_str());
     for (const auto& cell : shared.at("cells")) {
       const int64_t b = cell.at("batch"), len = cell.at("length");
       const auto ids = cell.at("ids").get<std::vector<std::vector<int32_t>>>();
       const auto w0 = Clock::now();
-      const std::vector<float> out = m->Embed(ids);  // warm-up; its output is checked
+      const std::vector<float> out = embed(ids);  // warm-up; its output is checked
       const double warm = std::chrono::duration<double>(Clock::now() - w0).count();
       const std::string file = out_dir + "/ember_t" + std::to_string(threads) + "_b" +
                                std::to_string(b) + "_l" + std::to_string(len) + ".f32";
@@ -113,7 +131,7 @@ int main(int argc, char** argv) {
       const auto start = Clock::now();
       while (true) {
         const auto t0 = Clock::now();
-        const auto r = m->Embed(ids);
+        const auto r = embed(ids);
         const auto t1 = Clock::now();
         if (r.size() != out.size()) throw std::runtime_error("output size changed");
         times.push_back(std::chrono::duration<double>(t1 - t0).count());
@@ -147,6 +165,7 @@ int main(int argc, char** argv) {
       std::ofstream(json_path) << json{{"side", "ember"},
                                        {"threads", threads},
                                        {"precision", precision},
+                                       {"path", path},
                                        {"load_average_end", LoadAverage()},
                                        {"cells", results}}
                                       .dump(1)
