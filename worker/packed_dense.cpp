@@ -102,6 +102,12 @@ PackedDense::PackedDense(const float* wt, const float* bias, int64_t in, int64_t
     m.bias_md = dnnl::memory::desc({1, out}, dt::f32, tag::ab);
     const auto reference = m.Describe(kMaxRows, dnnl::memory::desc({in, out}, m.Type(), tag::any));
     m.kernel = std::string("onednn:") + reference.impl_info_str();
+    // oneDNN runs bf16 on a plain C++ reference kernel where the CPU lacks AVX-512 (no bf16
+    // JIT kernels in 2.6 below avx512_core): many times slower than fp32, so refuse it.
+    if (math == Math::kBf16 && m.kernel.rfind("onednn:ref", 0) == 0) {
+      throw std::runtime_error("bf16 math on this CPU would run oneDNN's reference kernel (" +
+                               m.kernel + "), slower than fp32; use fp32 here");
+    }
     dnnl::memory plain(dnnl::memory::desc({in, out}, dt::f32, tag::ab), m.engine,
                        const_cast<float*>(wt));
     m.weights = dnnl::memory(reference.weights_desc(), m.engine);

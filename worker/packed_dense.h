@@ -29,7 +29,7 @@ class PackedDense {
 
   // wt: [in, out] row-major (the transposed torch Linear weight); bias: [out]. Both are copied.
   // act: applied after the bias, or none. Throws std::runtime_error if the GEMM library refuses
-  // the shape or the math.
+  // the shape or the math, or would run bf16 math on a slow reference kernel.
   PackedDense(const float* wt, const float* bias, int64_t in, int64_t out,
               std::optional<Activation> act, Math math = Math::kFp32);
   ~PackedDense();
