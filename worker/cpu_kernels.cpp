@@ -97,7 +97,9 @@ void AddLayerNorm(float* x, const float* y, const float* bias, const float* gamm
   for (int64_t r = 0; r < rows; ++r) {
     float* row = x + r * n;
     const float* add = y ? y + r * n : nullptr;
-    float sum = 0.0f;
+    // Sums in double: a row of large values with a small spread (an outlier dimension, or the
+    // test's +1000 offset) loses its spread in a float sum whose order the compiler chooses.
+    double sum = 0.0;
     if (add && bias) {
 #pragma omp simd reduction(+ : sum)
       for (int64_t c = 0; c < n; ++c) {
@@ -116,16 +118,18 @@ void AddLayerNorm(float* x, const float* y, const float* bias, const float* gamm
       for (int64_t c = 0; c < n; ++c) sum += row[c];
     }
     // Two passes (mean, then squared deviations): no cancellation, unlike E[x^2] - E[x]^2.
-    const float mean = sum / static_cast<float>(n);
-    float sq = 0.0f;
+    const double mean = sum / static_cast<double>(n);
+    double sq = 0.0;
 #pragma omp simd reduction(+ : sq)
     for (int64_t c = 0; c < n; ++c) {
-      const float d = row[c] - mean;
+      const double d = row[c] - mean;
       sq += d * d;
     }
-    const float inv = 1.0f / std::sqrt(sq / static_cast<float>(n) + eps);
+    const auto inv = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(n) + eps));
 #pragma omp simd
-    for (int64_t c = 0; c < n; ++c) row[c] = (row[c] - mean) * inv * gamma[c] + beta[c];
+    for (int64_t c = 0; c < n; ++c) {
+      row[c] = static_cast<float>(row[c] - mean) * inv * gamma[c] + beta[c];
+    }
   }
 }
 
