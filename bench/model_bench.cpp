@@ -146,6 +146,13 @@ struct GemmResult {
   std::string error;
 };
 
+// Best and mean GFLOP/s of calls that each did `flops` and took `times` seconds.
+void SetSpeed(GemmResult& r, double flops, const std::vector<double>& times) {
+  r.iters = static_cast<int>(times.size());
+  r.gflops = flops / *std::min_element(times.begin(), times.end()) / 1e9;
+  r.gflops_mean = flops * static_cast<double>(times.size()) / Sum(times) / 1e9;
+}
+
 GemmResult TimeGemm(const std::string& name, at::ScalarType dtype, int64_t batch, int64_t m,
                     int64_t k, int64_t n, double min_seconds) {
   GemmResult r;
@@ -163,10 +170,7 @@ GemmResult TimeGemm(const std::string& name, at::ScalarType dtype, int64_t batch
     at::Tensor b = batch > 1 ? at::randn({batch, k, n}, opts) : at::randn({k, n}, opts);
     at::Tensor c;
     const auto times = Repeat([&] { c = at::matmul(a, b); }, min_seconds, 3);
-    const double flops = 2.0 * static_cast<double>(batch * m * k * n);
-    r.iters = static_cast<int>(times.size());
-    r.gflops = flops / *std::min_element(times.begin(), times.end()) / 1e9;
-    r.gflops_mean = flops * static_cast<double>(times.size()) / Sum(times) / 1e9;
+    SetSpeed(r, 2.0 * static_cast<double>(batch * m * k * n), times);
   } catch (const std::exception& e) {
     r.error = e.what();
     r.error = r.error.substr(0, r.error.find('\n'));
@@ -190,10 +194,7 @@ GemmResult TimePacked(const std::string& name, int64_t m, int64_t k, int64_t n,
     r.dtype = std::string("Float packed (") + dense.kernel() + ")";
     const auto times =
         Repeat([&] { dense.Apply(x.data_ptr<float>(), m, y.data_ptr<float>()); }, min_seconds, 3);
-    const double flops = 2.0 * static_cast<double>(m * k * n);
-    r.iters = static_cast<int>(times.size());
-    r.gflops = flops / *std::min_element(times.begin(), times.end()) / 1e9;
-    r.gflops_mean = flops * static_cast<double>(times.size()) / Sum(times) / 1e9;
+    SetSpeed(r, 2.0 * static_cast<double>(m * k * n), times);
   } catch (const std::exception& e) {
     r.error = e.what();
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "worker/cpu_kernels.h"
 #include "worker/sgemm.h"
 
 namespace ember::worker {

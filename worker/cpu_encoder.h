@@ -20,7 +20,6 @@
 #include <span>
 #include <vector>
 
-#include "worker/cpu_kernels.h"
 #include "worker/packed_dense.h"
 
 namespace ember::worker {
@@ -30,7 +29,6 @@ namespace ember::worker {
 struct CpuEncoderWeights {
   int64_t hidden = 0, heads = 0, intermediate = 0;
   float eps = 1e-12f;
-  Activation act = Activation::kGeluErf;
   const float* word_emb = nullptr;   // [vocab, H]
   const float* pos_emb = nullptr;    // [max_pos, H]
   const float* type_emb0 = nullptr;  // [H]: token type 0 (single-segment input)
