@@ -39,9 +39,10 @@ void Client::Connect() {
 }
 
 std::string Client::Call(std::uint8_t command, const std::string& body,
-                         std::chrono::milliseconds timeout, int attempts) {
+                         std::chrono::milliseconds timeout, int attempts, int* used) {
   for (int attempt = 1;; ++attempt) {
     try {
+      if (used != nullptr) *used = attempt;
       return CallOnce(command, body, timeout);
     } catch (const Error& e) {
       const bool retryable =
@@ -58,7 +59,12 @@ std::string Client::CallOnce(std::uint8_t command, const std::string& body,
                              std::chrono::milliseconds timeout) {
   answered_ = false;
   const std::uint64_t id = next_request_id_++;
-  protocol::SendDealt(socket_->socket, static_cast<Command>(command), id, body);
+  // Bounded: a connection the router refused (CURVE) leaves nowhere to queue the message.
+  socket_->socket.set(zmq::sockopt::sndtimeo, static_cast<int>(timeout.count()));
+  if (!protocol::SendDealt(socket_->socket, static_cast<Command>(command), id, body)) {
+    throw Error(ErrorCode::kUnavailable,
+                "could not send to the router within " + std::to_string(timeout.count()) + " ms");
+  }
   const auto deadline = Clock::now() + timeout + kGrace;
   for (;;) {
     const auto left =
@@ -104,8 +110,10 @@ Embeddings Client::Embed(std::string_view model, const std::vector<std::string>&
   request.inputs = texts;
   request.timeout_ms = static_cast<std::uint32_t>(options.timeout.count());
   request.truncate = options.truncate;
-  const std::string body = Call(static_cast<std::uint8_t>(Command::kRequest),
-                                protocol::Encode(request), options.timeout, options.attempts);
+  int attempts = 0;
+  const std::string body =
+      Call(static_cast<std::uint8_t>(Command::kRequest), protocol::Encode(request), options.timeout,
+           options.attempts, &attempts);
   protocol::EmbedReply reply;
   std::string error;
   if (!protocol::Decode(body, &reply, &error)) {
@@ -115,7 +123,7 @@ Embeddings Client::Embed(std::string_view model, const std::vector<std::string>&
     throw Error(ErrorCode::kInternal, "reply has " + std::to_string(reply.count) + " vectors for " +
                                           std::to_string(texts.size()) + " texts");
   }
-  return Embeddings(std::move(reply));
+  return Embeddings(std::move(reply), attempts);
 }
 
 protocol::StatusReply Client::Status(std::chrono::milliseconds timeout) {

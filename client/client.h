@@ -37,7 +37,8 @@ struct EmbedOptions {
 // Vectors for one request, row-major, in the order of the texts sent.
 class Embeddings {
  public:
-  explicit Embeddings(protocol::EmbedReply reply) : reply_(std::move(reply)) {}
+  explicit Embeddings(protocol::EmbedReply reply, int attempts = 1)
+      : reply_(std::move(reply)), attempts_(attempts) {}
 
   std::size_t size() const { return reply_.count; }
   std::size_t dim() const { return reply_.dim; }
@@ -50,9 +51,13 @@ class Embeddings {
   const std::string& worker() const { return reply_.worker; }
   // Texts in the largest worker batch that computed these (batching insight).
   std::uint32_t batch_size() const { return reply_.batch_size; }
+  // Attempts the call took (EmbedOptions::attempts): more than 1 when an earlier attempt got
+  // no answer (or UNAVAILABLE) and was resent.
+  int attempts() const { return attempts_; }
 
  private:
   protocol::EmbedReply reply_;
+  int attempts_ = 1;
 };
 
 // Options of model management commands (Load, Unload).
@@ -101,7 +106,7 @@ class Client {
   // retrying as EmbedOptions::attempts says. Returns the reply body; throws
   // ember::Error for ERROR replies.
   std::string Call(std::uint8_t command, const std::string& body, std::chrono::milliseconds timeout,
-                   int attempts);
+                   int attempts, int* used = nullptr);
   std::string CallOnce(std::uint8_t command, const std::string& body,
                        std::chrono::milliseconds timeout);
   void Connect();

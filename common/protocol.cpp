@@ -129,9 +129,9 @@ bool SendRouted(zmq::socket_t& socket, std::string_view peer, Command command,
   }
 }
 
-void SendDealt(zmq::socket_t& socket, Command command, std::uint64_t request_id,
+bool SendDealt(zmq::socket_t& socket, Command command, std::uint64_t request_id,
                std::string_view body) {
-  zmq::send_multipart(socket, Encode(command, request_id, body));
+  return zmq::send_multipart(socket, Encode(command, request_id, body)).has_value();
 }
 
 }  // namespace ember::protocol

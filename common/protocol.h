@@ -82,8 +82,10 @@ std::optional<std::optional<Message>> ReceiveDealt(zmq::socket_t& socket, std::s
 bool SendRouted(zmq::socket_t& socket, std::string_view peer, Command command,
                 std::uint64_t request_id, std::string_view body);
 
-// Sends a message through a DEALER socket (blocking only if the HWM is hit).
-void SendDealt(zmq::socket_t& socket, Command command, std::uint64_t request_id,
+// Sends a message through a DEALER socket. Returns false when it could not be queued within
+// the socket's ZMQ_SNDTIMEO (-1, the default, waits for as long as it takes): a DEALER whose
+// connection is gone (refused by the router's allow-list, say) has nowhere to queue it.
+bool SendDealt(zmq::socket_t& socket, Command command, std::uint64_t request_id,
                std::string_view body);
 
 }  // namespace ember::protocol

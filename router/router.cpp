@@ -712,13 +712,13 @@ std::string Router::CompleteReply(const Pending& p, const std::string& body) {
     if (redis_) redis_->Store(key, vector);
   }
   if (p.hits.empty()) return body;
-  // A partial hit: put the cached vectors back in their places.
+  // A partial hit (or repeated texts): put every vector in its place.
   std::vector<float> merged;
   merged.reserve(p.hits.size() * dim);
-  std::size_t next_computed = 0;
-  for (const auto& hit : p.hits) {
+  for (std::size_t i = 0; i < p.hits.size(); ++i) {
+    const auto& hit = p.hits[i];
     if (hit.empty()) {
-      const auto from = reply.data.begin() + static_cast<std::ptrdiff_t>(next_computed++ * dim);
+      const auto from = reply.data.begin() + static_cast<std::ptrdiff_t>(p.miss_of[i] * dim);
       merged.insert(merged.end(), from, from + static_cast<std::ptrdiff_t>(dim));
     } else if (hit.size() == dim) {
       merged.insert(merged.end(), hit.begin(), hit.end());
@@ -740,19 +740,26 @@ bool Router::ServeFromCache(std::uint64_t id, Pending& p, protocol::EmbedRequest
     p.texts = std::move(request.inputs);
     return false;
   }
+  // Misses go to the worker once per distinct text: repeated texts get the very same vector.
   std::vector<std::vector<float>> hits(request.inputs.size());
   std::vector<std::string> misses;
+  std::vector<std::uint32_t> miss_of(request.inputs.size(), 0);
+  std::unordered_map<std::string_view, std::uint32_t> distinct;
+  std::size_t missed = 0;
   for (std::size_t i = 0; i < request.inputs.size(); ++i) {
-    const auto* vector =
-        cache_->Get(EmbeddingCache::Key(p.model, *version, p.truncate, request.inputs[i]));
-    if (vector == nullptr) {
-      misses.push_back(std::move(request.inputs[i]));
-    } else {
+    const std::string& text = request.inputs[i];
+    if (const auto* vector =
+            cache_->Get(EmbeddingCache::Key(p.model, *version, p.truncate, text))) {
       hits[i] = *vector;
+      continue;
     }
+    ++missed;
+    const auto [it, fresh] = distinct.try_emplace(text, static_cast<std::uint32_t>(misses.size()));
+    if (fresh) misses.push_back(text);
+    miss_of[i] = it->second;
   }
-  metrics_.cache_hits += hits.size() - misses.size();
-  metrics_.cache_misses += misses.size();
+  metrics_.cache_hits += hits.size() - missed;
+  metrics_.cache_misses += missed;
   if (redis_ && !misses.empty()) {
     std::vector<std::string> keys;
     keys.reserve(misses.size());
@@ -764,17 +771,20 @@ bool Router::ServeFromCache(std::uint64_t id, Pending& p, protocol::EmbedRequest
       p.cache_version = *version;
       p.hits = std::move(hits);
       p.texts = std::move(misses);
+      p.miss_of = std::move(miss_of);
       redis_waits_.emplace_back(Clock::now() + options_.cache_redis_wait, id);
       return false;
     }
-    metrics_.cache_redis_misses += misses.size();  // the tier is down or busy
+    metrics_.cache_redis_misses += missed;  // the tier is down or busy
   }
-  return SettleCacheLookup(p, request, *version, std::move(hits), std::move(misses));
+  return SettleCacheLookup(p, request, *version, std::move(hits), std::move(misses),
+                           std::move(miss_of));
 }
 
 bool Router::SettleCacheLookup(Pending& p, protocol::EmbedRequest& request, std::uint32_t version,
                                std::vector<std::vector<float>> hits,
-                               std::vector<std::string> misses) {
+                               std::vector<std::string> misses,
+                               std::vector<std::uint32_t> miss_of) {
   if (misses.empty()) {
     const auto dim = static_cast<std::uint32_t>(hits.empty() ? 0 : hits.front().size());
     protocol::EmbedReply reply{.model = p.model,
@@ -792,13 +802,16 @@ bool Router::SettleCacheLookup(Pending& p, protocol::EmbedRequest& request, std:
     return true;
   }
   if (misses.size() < hits.size()) {
-    // Ask the worker for the misses only, of the version the hits are of.
+    // Ask the worker for the distinct misses only, of the version the hits are of.
     p.hits = std::move(hits);
+    p.miss_of = std::move(miss_of);
     p.version = version;
     request.version = version;
     request.inputs = misses;
     request.model = p.model;
     p.body = protocol::Encode(request);
+  } else {
+    p.hits.clear();  // every text is a distinct miss: the client's body as it is
   }
   p.texts = std::move(misses);
   return false;
@@ -827,35 +840,48 @@ void Router::ResumeAfterRedis(std::uint64_t id, std::vector<std::vector<float>>*
   p.awaiting_redis = false;
   std::vector<std::vector<float>> hits = std::exchange(p.hits, {});
   std::vector<std::string> texts = std::exchange(p.texts, {});
+  std::vector<std::uint32_t> miss_of = std::exchange(p.miss_of, {});
   // Every vector of one reply has one dim: a Redis value of another size is
   // not trusted (corrupt, or written by something else).
   std::size_t dim = 0;
   for (const auto& hit : hits) {
     if (!hit.empty()) dim = hit.size();
   }
+  // Per distinct text: its vector from Redis, or its index among the texts still missing.
+  std::vector<std::vector<float>> found(texts.size());
+  std::vector<std::uint32_t> still(texts.size(), 0);
   std::vector<std::string> misses;
-  std::size_t next = 0;
-  for (auto& slot : hits) {
-    if (!slot.empty()) continue;
-    std::string& text = texts.at(next);
-    std::vector<float>* value =
-        values != nullptr && next < values->size() ? &(*values)[next] : nullptr;
-    ++next;
+  for (std::size_t j = 0; j < texts.size(); ++j) {
+    std::vector<float>* value = values != nullptr && j < values->size() ? &(*values)[j] : nullptr;
     if (value != nullptr && !value->empty() && (dim == 0 || value->size() == dim)) {
       dim = value->size();
-      cache_->Put(EmbeddingCache::Key(p.model, p.cache_version, p.truncate, text), *value);
-      slot = std::move(*value);
+      cache_->Put(EmbeddingCache::Key(p.model, p.cache_version, p.truncate, texts[j]), *value);
+      found[j] = std::move(*value);
+    } else {
+      still[j] = static_cast<std::uint32_t>(misses.size());
+      misses.push_back(std::move(texts[j]));
+    }
+  }
+  for (std::size_t i = 0; i < hits.size(); ++i) {
+    if (!hits[i].empty()) continue;
+    const std::uint32_t j = miss_of[i];
+    if (!found[j].empty()) {
+      hits[i] = found[j];
       ++metrics_.cache_redis_hits;
     } else {
-      misses.push_back(std::move(text));
+      miss_of[i] = still[j];
       ++metrics_.cache_redis_misses;
     }
   }
   // p.body is still the client's: it decoded when the request came in.
   protocol::EmbedRequest request;
   std::string error;
-  protocol::Decode(p.body, &request, &error);
-  if (SettleCacheLookup(p, request, p.cache_version, std::move(hits), std::move(misses))) {
+  if (!protocol::Decode(p.body, &request, &error)) {
+    Fail(id, ErrorCode::kInternal, "request body no longer decodes: " + error);
+    return;
+  }
+  if (SettleCacheLookup(p, request, p.cache_version, std::move(hits), std::move(misses),
+                        std::move(miss_of))) {
     Forget(pending_.find(id));
     return;
   }
@@ -874,6 +900,10 @@ void Router::CountOutcome(const std::string& model, std::string_view outcome,
 void Router::PublishMetrics(Clock::time_point now) {
   health_.Update(workers_, now);
   if (!metrics_server_) return;
+  if (zap_) {
+    metrics_.auth_refused["frontend"] = zap_->refused(kFrontendDomain);
+    metrics_.auth_refused["backend"] = zap_->refused(kBackendDomain);
+  }
   if (redis_) {
     metrics_.cache_redis_errors = redis_->errors();
     metrics_.cache_redis_up = redis_->connected();

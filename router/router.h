@@ -65,8 +65,10 @@ class Router {
     bool truncate = true;
     // A partial hit: one slot per input of the client's request, the cached
     // vector or empty for a text the worker computes. `body` then asks only
-    // for the misses, pinned to the version the hits came from.
+    // for the misses, each distinct text once, pinned to the version the hits
+    // came from; miss_of[i] is the index in `texts` of slot i's text.
     std::vector<std::vector<float>> hits{};
+    std::vector<std::uint32_t> miss_of{};
     // With the Redis tier: `texts` missed the in-memory cache and are being
     // looked up in Redis under version `cache_version` (at most
     // cache_redis_wait); `hits` then has one slot per input. Not dispatched
@@ -117,7 +119,8 @@ class Router {
   // Answers `p` when every input has a cached vector (returns true), else
   // leaves the misses in p.texts and rewrites p.body to ask for them only.
   bool SettleCacheLookup(Pending& p, protocol::EmbedRequest& request, std::uint32_t version,
-                         std::vector<std::vector<float>> hits, std::vector<std::string> misses);
+                         std::vector<std::vector<float>> hits, std::vector<std::string> misses,
+                         std::vector<std::uint32_t> miss_of);
   // The Redis tier answered (values, one per p.texts) or the wait ran out
   // (null): merges what it found, then answers or dispatches request `id`.
   void ResumeAfterRedis(std::uint64_t id, std::vector<std::vector<float>>* values);

@@ -132,6 +132,11 @@ std::string RenderMetrics(const RouterMetrics& m, const RouterSnapshot& s) {
     out.Gauge("ember_router_cache_redis_up", "1 while the Redis tier is connected.", {},
               m.cache_redis_up ? 1.0 : 0.0);
   }
+  for (const auto& [socket, count] : m.auth_refused) {
+    out.Counter("ember_router_auth_refused_total",
+                "Connections refused by the CURVE allow-lists, by socket.", {{"socket", socket}},
+                static_cast<double>(count));
+  }
   if (s.cache != nullptr) {
     out.Gauge("ember_router_cache_bytes", "Bytes the embedding cache holds.", {},
               static_cast<double>(s.cache->bytes()));

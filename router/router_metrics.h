@@ -34,6 +34,9 @@ struct RouterMetrics {
   std::uint64_t cache_redis_errors = 0;
   bool cache_redis_on = false;
   bool cache_redis_up = false;
+  // With CURVE on: connections the allow-lists refused, by socket ("frontend", "backend"),
+  // copied from the ZapHandler when metrics are rendered.
+  std::map<std::string, std::uint64_t> auth_refused;
 
   void CountRequest(const std::string& model, std::string_view outcome);
   void CountError(std::string_view code) { ++errors[std::string(code)]; }

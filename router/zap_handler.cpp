@@ -65,6 +65,13 @@ ZapHandler::ZapHandler(zmq::context_t& context, AllowLists lists) : lists_(std::
   }
 }
 
+std::uint64_t ZapHandler::refused(std::string_view domain) const {
+  const auto& counter = domain == kFrontendDomain  ? refused_frontend_
+                        : domain == kBackendDomain ? refused_backend_
+                                                   : refused_other_;
+  return counter.load(std::memory_order_relaxed);
+}
+
 ZapHandler::~ZapHandler() {
   stop_ = true;
   thread_.join();
@@ -90,14 +97,22 @@ void ZapHandler::Run(zmq::context_t& context, std::promise<void>* bound) {
     // RFC 27: version, request id, domain, address, identity, mechanism,
     // then the mechanism's credentials (CURVE: the 32-byte public key).
     std::string request_id, user;
+    std::string_view domain;
     if (request.size() >= 6 && request[0].to_string_view() == "1.0") {
       request_id = request[1].to_string();
+      domain = request[2].to_string_view();
       const std::string key = request.size() >= 7 ? Z85(request[6]) : std::string();
-      user = Authorize(lists_, request[2].to_string(), request[5].to_string(), key);
+      user = Authorize(lists_, std::string(domain), request[5].to_string(), key);
       if (user.empty()) {
         spdlog::warn("refused a {} connection from {} (domain {}, key {})", request[5].to_string(),
-                     request[3].to_string(), request[2].to_string(), key.empty() ? "none" : key);
+                     request[3].to_string(), domain, key.empty() ? "none" : key);
       }
+    }
+    if (user.empty()) {
+      (domain == kFrontendDomain  ? refused_frontend_
+       : domain == kBackendDomain ? refused_backend_
+                                  : refused_other_)
+          .fetch_add(1, std::memory_order_relaxed);
     }
     std::array<zmq::message_t, 6> reply = {
         zmq::message_t(std::string_view("1.0")),

@@ -17,6 +17,7 @@
 #include <future>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <zmq.hpp>
 
@@ -53,10 +54,18 @@ class ZapHandler {
   ZapHandler(const ZapHandler&) = delete;
   ZapHandler& operator=(const ZapHandler&) = delete;
 
+  // Connections refused so far on kFrontendDomain or kBackendDomain (anything else: requests
+  // for other domains or malformed ones). Thread-safe: the router thread reads what the
+  // handler's thread counts.
+  std::uint64_t refused(std::string_view domain) const;
+
  private:
   void Run(zmq::context_t& context, std::promise<void>* bound);
 
   const AllowLists lists_;
+  std::atomic<std::uint64_t> refused_frontend_{0};
+  std::atomic<std::uint64_t> refused_backend_{0};
+  std::atomic<std::uint64_t> refused_other_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -5,7 +5,10 @@ This mirrors the *slow* (pure Python) HuggingFace `BertTokenizer` as of transfor
 
   PreTrainedTokenizer.tokenize():
     * if do_lower_case: lowercase every character that is not part of a special token
-      (per character via a regex, so no context-sensitive final-sigma rule);
+      (per character via a regex, so no context-sensitive final-sigma rule: "ΣΑΣ" -> "σασ",
+      as HF tokenizers' BertNormalizer does too); configs with lowercase_rule "per_word" skip
+      this pass, so that BasicTokenizer's token.lower() (Python's full mapping with
+      Final_Sigma: "ΣΑΣ" -> "σας") decides, as in Google's original BERT tokenizer;
     * split the text on special tokens ([CLS], [SEP], ...) found verbatim in the input;
   BasicTokenizer.tokenize() on every other fragment:
     * clean text: drop U+0000, U+FFFD and category C* (except \\t \\n \\r), whitespace -> " "
@@ -39,11 +42,20 @@ import unicodedata
 SPECIAL_TOKENS = ["[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"]
 
 # Configurations that the C++ test replays. strip_accents=None means "follow lowercase".
+# lowercase_rule: "per_character" (HF) or "per_word" (Python str.lower() on each word).
 CONFIGS = {
-    "uncased": {"lowercase": True, "strip_accents": None, "tokenize_chinese_chars": True},
-    "cased": {"lowercase": False, "strip_accents": None, "tokenize_chinese_chars": True},
-    "lower_keep_accents": {"lowercase": True, "strip_accents": False, "tokenize_chinese_chars": True},
-    "cased_strip_no_cjk": {"lowercase": False, "strip_accents": True, "tokenize_chinese_chars": False},
+    "uncased": {"lowercase": True, "strip_accents": None, "tokenize_chinese_chars": True,
+                "lowercase_rule": "per_character"},
+    "cased": {"lowercase": False, "strip_accents": None, "tokenize_chinese_chars": True,
+              "lowercase_rule": "per_character"},
+    "lower_keep_accents": {"lowercase": True, "strip_accents": False, "tokenize_chinese_chars": True,
+                           "lowercase_rule": "per_character"},
+    "cased_strip_no_cjk": {"lowercase": False, "strip_accents": True, "tokenize_chinese_chars": False,
+                           "lowercase_rule": "per_character"},
+    "uncased_per_word": {"lowercase": True, "strip_accents": None, "tokenize_chinese_chars": True,
+                         "lowercase_rule": "per_word"},
+    "lower_keep_accents_per_word": {"lowercase": True, "strip_accents": False,
+                                    "tokenize_chinese_chars": True, "lowercase_rule": "per_word"},
 }
 
 
@@ -194,9 +206,13 @@ class WordpieceTokenizer:
 
 
 class BertTokenizer:
-    def __init__(self, vocab, lowercase=True, strip_accents=None, tokenize_chinese_chars=True):
+    def __init__(self, vocab, lowercase=True, strip_accents=None, tokenize_chinese_chars=True,
+                 lowercase_rule="per_character"):
+        if lowercase_rule not in ("per_character", "per_word"):
+            raise ValueError(f"unknown lowercase_rule {lowercase_rule!r}")
         self.vocab = vocab
-        self.do_lower_case = lowercase
+        # The per-character pre-pass; without it BasicTokenizer lowercases each word.
+        self.do_lower_case = lowercase and lowercase_rule == "per_character"
         self.specials = [t for t in SPECIAL_TOKENS if t in vocab]
         self.basic = BasicTokenizer(lowercase, strip_accents, tokenize_chinese_chars, self.specials)
         self.wordpiece = WordpieceTokenizer(vocab)
@@ -245,6 +261,9 @@ def random_cases(vocab, count, seed):
         (8, pool(0xC0, 0x24F)),
         (6, pool(0x300, 0x36F)),
         (4, pool(0x370, 0x3FF) + ["\u03a3"] * 10),
+        # Final_Sigma's context: case-ignorable characters (apostrophes, periods, colons,
+        # modifier letters, marks) between a capital sigma and the letters around it.
+        (3, list("\u03a3\u03a3\u03a3\u0391\u039f'.:\u00b7\u2019\u02b0\u0301\u0342^`,;-1")),
         (3, pool(0x400, 0x4FF)),
         (2, pool(0x591, 0x5F4) + pool(0x600, 0x6FF)),
         (2, pool(0x900, 0x97F) + pool(0xE00, 0xE7F)),

@@ -5,6 +5,9 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config ccache git
+  # npm fetches the vocabulary over HTTPS: it needs the CA store, which Debian's npm and curl
+  # only recommend.
+  ca-certificates
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libcli11-dev libspdlog-dev
   libutf8proc-dev nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev
   libtorch-dev python3-torch
@@ -20,6 +23,10 @@ PACKAGES=(
   # (worker/packed_dense.h; the same libdnnl2 LibTorch links): 1.1-1.8x
   # OpenBLAS on one core (docs/performance.md).
   libdnnl-dev
+  # libdnnl-dev's CMake config calls find_package(OpenCL REQUIRED), but Debian
+  # lists the OpenCL headers and loader only as a Recommends of libdnnl-dev, which
+  # --no-install-recommends skips (worker/CMakeLists.txt falls back to BLAS then).
+  ocl-icd-opencl-dev
   # The router's optional Redis second tier (docs/caching.md): the client
   # library, and the server its test starts.
   libhiredis-dev redis-server

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <thread>
 
 #include "client/client.h"
@@ -63,6 +64,11 @@ bool Cluster::WaitForWorkers(std::size_t workers, std::chrono::milliseconds time
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
+}
+
+std::string Cluster::RouterLog() const {
+  std::ifstream in(dir_.path() / "router.log");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 void Cluster::DumpLogs() const {

@@ -46,6 +46,8 @@ class Cluster {
 
   // Prints every process log to stderr (used when a test fails).
   void DumpLogs() const;
+  // What the (current) router has logged so far.
+  std::string RouterLog() const;
 
  private:
   void StartRouter();

@@ -107,31 +107,54 @@ TEST(FaultTest, RouterRestartWorkersReregisterAndClientsRetry) {
   EXPECT_EQ(client.Embed("tiny", {"after"}, options).size(), 1u);
 }
 
-// A client whose request was lost with the router gets its answer by retrying.
+// A client whose request was lost with the router gets its answer by retrying. While no
+// router runs, the test itself holds the frontend endpoint (a ROUTER that never answers), so
+// the first attempt demonstrably arrives and is lost; then the real router comes back and the
+// retry gets through.
 TEST(FaultTest, ClientRetriesAcrossRouterRestart) {
   Cluster cluster(TinyCluster(1));
   ASSERT_TRUE(cluster.WaitForWorkers(1));
   Client client(cluster.frontend());
   cluster.router().Signal(SIGKILL);
-  // The client asks while no router runs; the router comes back 300 ms later
-  // (restarted from this thread: test processes die with the thread that
-  // started them).
+  std::this_thread::sleep_for(50ms);  // the kill takes effect (it is asynchronous)
+  zmq::context_t context;
+  auto black_hole = std::make_unique<zmq::socket_t>(context, zmq::socket_type::router);
+  black_hole->set(zmq::sockopt::linger, 0);
+  black_hole->bind(cluster.frontend());
+
   EmbedOptions options;
   options.timeout = 1s;
   options.attempts = 6;
   const auto start = Clock::now();
   std::string outcome;
-  std::thread ask([&] {
+  int attempts = 0;
+  std::thread ask([&] {  // test processes die with the thread that started them: ask elsewhere
     try {
-      outcome = std::to_string(client.Embed("tiny", {"retried"}, options).size());
+      const Embeddings e = client.Embed("tiny", {"retried"}, options);
+      outcome = std::to_string(e.size());
+      attempts = e.attempts();
     } catch (const Error& e) {
       outcome = std::string(ErrorCodeName(e.code())) + ": " + e.what();
     }
   });
-  std::this_thread::sleep_for(300ms);
+  // Wait (bounded) for the first attempt to arrive where nobody will answer it.
+  bool swallowed = false;
+  for (int i = 0; i < 100 && !swallowed; ++i) {
+    zmq::pollitem_t item{black_hole->handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, 50ms);
+    std::vector<zmq::message_t> frames;
+    swallowed = (item.revents & ZMQ_POLLIN) &&
+                zmq::recv_multipart(*black_hole, std::back_inserter(frames)).has_value();
+  }
+  // Unbind before the router binds again: closing the context waits until the socket (and its
+  // ipc listener, which unlinks the endpoint's file) is gone.
+  black_hole.reset();
+  context.close();
   cluster.RestartRouter();
   ask.join();
+  ASSERT_TRUE(swallowed) << "the first attempt never reached the frontend endpoint";
   EXPECT_EQ(outcome, "1");
+  EXPECT_GE(attempts, 2) << "the lost first attempt was answered after all";
   EXPECT_LT(Clock::now() - start, 8s);
 }
 

@@ -18,6 +18,7 @@
 #include "router/zap_handler.h"
 #include "tests/cluster.h"
 #include "tests/load_client.h"
+#include "tests/prometheus_scrape.h"
 #include "tests/temp_dir.h"
 
 namespace ember::testing {
@@ -166,8 +167,18 @@ TEST(SecurityTest, OnlyAllowedClientsGetReplies) {
 
 TEST(SecurityTest, UnknownWorkersNeverRegister) {
   Keys keys;
-  Cluster cluster(SecureCluster(keys));
+  ClusterOptions options = SecureCluster(keys);
+  const int metrics_port = FreePort();
+  options.router_args.insert(options.router_args.end(),
+                             {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)});
+  Cluster cluster(std::move(options));
   ASSERT_TRUE(cluster.WaitForWorkers(1, 30s));
+  const auto refused_on = [&](const std::string& socket) {
+    return Sample(Scrape(metrics_port),
+                  "ember_router_auth_refused_total{socket=\"" + socket + "\"}")
+        .value_or(-1);
+  };
+  ASSERT_EQ(refused_on("backend"), 0) << "the legitimate worker was refused on its way in";
   // A stranger's key, and a client's key (allowed on the frontend only),
   // each offering a model nobody else serves.
   const std::string model = "secret=" + TinyModelDir() + "/model.pt";
@@ -180,12 +191,29 @@ TEST(SecurityTest, UnknownWorkersNeverRegister) {
                                  keys.Pub("router")},
         (keys.dir() / (name + "-worker.log")).string()));
   }
-  // Give them time to load the model and try (and retry) to register.
+  // Until both intruders have reached the handshake (at least one refusal each; they retry)
+  // and for a while after, nobody but w1 may be registered.
   Client admin(cluster.frontend(), keys.As("admin"));
-  for (int i = 0; i < 25; ++i) {
+  double refused = 0;
+  for (int i = 0; i < 150 && refused < 4; ++i) {
+    std::this_thread::sleep_for(200ms);
+    for (const auto& w : admin.Status().workers) ASSERT_EQ(w.id, "w1") << "an intruder registered";
+    refused = refused_on("backend");
+  }
+  EXPECT_GE(refused, 4) << "the intruders never reached the handshake (or did not retry), so "
+                           "this proved nothing";
+  for (int i = 0; i < 5; ++i) {
     std::this_thread::sleep_for(200ms);
     for (const auto& w : admin.Status().workers) ASSERT_EQ(w.id, "w1") << "an intruder registered";
   }
+  // Each intruder's key was refused by name (the router logs the key it refused).
+  const std::string router_log = cluster.RouterLog();
+  for (const std::string name : {"stranger", "client"}) {
+    const std::string pub = curve::LoadKeyFile(keys.Pub(name), /*need_secret=*/false).public_key;
+    EXPECT_NE(router_log.find("domain backend, key " + pub), std::string::npos)
+        << name << "'s key was never refused";
+  }
+  EXPECT_EQ(refused_on("frontend"), 0);
   for (auto& p : intruders) EXPECT_TRUE(p->running()) << "the intruders kept trying";
   const std::string code = CodeOf([&] { admin.Embed("secret", {"x"}, {.timeout = 2s}); });
   EXPECT_TRUE(code == "UNKNOWN_MODEL" || code == "UNAVAILABLE") << code;

@@ -79,6 +79,9 @@ TokenizerOptions OptionsFromReference(const Json& config) {
   o.lowercase = config.at("lowercase").get<bool>();
   if (!config.at("strip_accents").is_null()) o.strip_accents = config["strip_accents"].get<bool>();
   o.tokenize_chinese_chars = config.at("tokenize_chinese_chars").get<bool>();
+  const std::string rule = config.value("lowercase_rule", "per_character");
+  EXPECT_TRUE(rule == "per_character" || rule == "per_word") << rule;
+  o.lowercase_rule = rule == "per_word" ? LowercaseRule::kPerWord : LowercaseRule::kPerCharacter;
   o.max_length = 1 << 20;  // The reference never truncates.
   return o;
 }
@@ -147,6 +150,51 @@ TEST_F(TokenizerTest, MatchesPythonReference) {
     }
     EXPECT_EQ(failures, 0u) << "of " << checked << " texts";
   }
+}
+
+// Unicode's special casings. Expected strings are Python 3.11's str.lower() of each word;
+// HF (transformers and tokenizers alike) lowercases one character at a time, which differs only
+// in Final_Sigma (checked with the HF tokenizers library itself: BertNormalizer turns "ΣΑΣ"
+// into "σασ").
+TEST_F(TokenizerTest, SpecialCasings) {
+  TokenizerOptions per_word;
+  per_word.lowercase_rule = LowercaseRule::kPerWord;
+  per_word.strip_accents = false;  // keep the marks, so that they are compared too
+  TokenizerOptions per_character = per_word;
+  per_character.lowercase_rule = LowercaseRule::kPerCharacter;
+  const auto word = WordPieceTokenizer::FromVocabFile(VocabPath(), per_word);
+  const auto character = WordPieceTokenizer::FromVocabFile(VocabPath(), per_character);
+  // Lowercase input is left alone by both, so it names the expected ids.
+  const auto same = [](const WordPieceTokenizer& tok, const std::string& text,
+                       const std::string& lowered) {
+    EXPECT_EQ(Pieces(tok, tok.Encode(text, false).ids), Pieces(tok, tok.Encode(lowered, false).ids))
+        << Escape(text) << " should lowercase to " << Escape(lowered);
+  };
+  // The same under both rules: no context involved.
+  for (const auto* tok : {&word, &character}) {
+    same(*tok, "\u0130", "i\u0307");  // İ: the one multi-character mapping
+    same(*tok, "\u0130stanbul", "i\u0307stanbul");
+    same(*tok, "\u212a\u2126\u212b", "k\u03c9\u00e5");  // Kelvin, Ohm, Angstrom signs
+    same(*tok, "\u1e9e", "\u00df");                     // capital sharp s
+    same(*tok, "\u01c4 \u01c5", "\u01c6 \u01c6");       // DŽ and its titlecase Dž
+    same(*tok, "\u216b \u24b6", "\u217b \u24d0");       // Roman numeral, circled letter
+    same(*tok, "\u03a3", "\u03c3");                     // a lone sigma is not final
+    same(*tok, "1\u03a3", "1\u03c3");                   // nor one after a digit
+  }
+  // Final_Sigma: per word, a capital sigma that ends a word becomes ς.
+  same(word, "\u03a3\u0391\u03a3", "\u03c3\u03b1\u03c2");       // ΣΑΣ -> σας
+  same(character, "\u03a3\u0391\u03a3", "\u03c3\u03b1\u03c3");  // HF: σασ
+  same(word, "\u039f\u0394\u039f\u03a3 \u03a3\u0391\u03a3",
+       "\u03bf\u03b4\u03bf\u03c2 \u03c3\u03b1\u03c2");                   // ΟΔΟΣ ΣΑΣ
+  same(word, "\u03a3\u0391\u03a3,", "\u03c3\u03b1\u03c2,");              // a comma ends the word
+  same(word, "\u03a3\u0391\u03a3.\u0391", "\u03c3\u03b1\u03c3.\u03b1");  // a period is
+  same(word, "\u0391\u03a3'\u0391", "\u03b1\u03c3'\u03b1");              // case-ignorable, as is '
+  same(word, "\u0391\u03a3''", "\u03b1\u03c2''");
+  same(word, "\u0391\u03a3\u0301", "\u03b1\u03c2\u0301");  // marks are skipped
+  same(word, "\u0391\u03a31", "\u03b1\u03c21");            // a digit is not cased
+  same(word, "\u0391\u03a3\u03a3\u0391", "\u03b1\u03c3\u03c3\u03b1");
+  same(word, "\u0391\u03a3[SEP]", "\u03b1\u03c2[SEP]");    // a special token ends it
+  same(word, "\u0391\u03a3\u4e2d", "\u03b1\u03c2\u4e2d");  // so does an ideograph
 }
 
 TEST_F(TokenizerTest, ChineseCharactersAreSingleTokens) {

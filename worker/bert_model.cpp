@@ -396,6 +396,12 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
             "precision \"bf16\" on CPU needs LibTorch built with oneDNN (MKLDNN); this one "
             "is not");
       }
+      if (!impl->device.is_cuda() && !PackedDense::Supports(PackedDense::Math::kBf16)) {
+        // Below AVX-512, oneDNN and LibTorch have only reference bf16 kernels: a slowdown.
+        Fail(
+            "precision \"bf16\" on CPU needs AVX-512 (avx512_core) for fast bf16 kernels, "
+            "which this CPU lacks; use \"fp32\" or \"int8\" here");
+      }
       break;
     case Precision::kFp16:
       if (!impl->device.is_cuda()) {

@@ -81,7 +81,26 @@ struct PackedDense::Impl {
   }
 };
 
-bool PackedDense::Supports(Math) { return true; }
+bool PackedDense::Supports(Math math) {
+  if (math == Math::kFp32) return true;
+  // bf16: only where oneDNN has a JIT kernel for it (avx512_core and up in 2.6). Below that it
+  // has no bf16 matmul at all, or only its plain C++ reference one, many times slower than
+  // fp32. Asked once per process; the answer is the CPU's.
+  static const bool bf16 = [] {
+    try {
+      const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+      const dnnl::matmul::primitive_desc pd(
+          dnnl::matmul::desc(dnnl::memory::desc({16, 64}, dt::bf16, tag::ab),
+                             dnnl::memory::desc({64, 64}, dt::bf16, tag::any),
+                             dnnl::memory::desc({16, 64}, dt::f32, tag::ab)),
+          engine);
+      return std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return bf16;
+}
 
 PackedDense::PackedDense(const float* wt, const float* bias, int64_t in, int64_t out,
                          std::optional<Activation> act, Math math)
@@ -90,6 +109,11 @@ PackedDense::PackedDense(const float* wt, const float* bias, int64_t in, int64_t
   m.in = in;
   m.out = out;
   m.math = math;
+  if (!Supports(math)) {
+    throw std::runtime_error(
+        "bf16 math needs a CPU with AVX-512 (avx512_core) for oneDNN's bf16 kernels; this one "
+        "has none (only a reference kernel, slower than fp32, or none at all); use fp32 here");
+  }
   try {
     // User scratchpad: each call brings its own, so one primitive can run on several threads
     // at once (with the library's, concurrent calls corrupted each other's results here).

@@ -23,7 +23,8 @@ namespace ember::worker {
 class PackedDense {
  public:
   // Whether the GEMM multiplies float32 or bfloat16 (weights stored as bf16, each call's input
-  // rounded to bf16; float32 accumulation, bias, activation and output). bf16 needs oneDNN.
+  // rounded to bf16; float32 accumulation, bias, activation and output). bf16 needs oneDNN
+  // and a CPU it has fast bf16 kernels for (AVX-512 and up): Supports says.
   enum class Math { kFp32, kBf16 };
   static bool Supports(Math math);
 

@@ -201,8 +201,8 @@ inline bool IsPunctuation(char32_t cp) {
 }
 
 // Python's str.lower() per character: the Unicode full lowercase mapping. The only
-// unconditional multi-character lowercase mapping is U+0130 -> "i\u0307"; the conditional ones
-// (final sigma, ...) do not apply because HF lowercases one character at a time.
+// unconditional multi-character lowercase mapping is U+0130 -> "i\u0307"; the one conditional
+// rule of the default locale, Final_Sigma, is FinalSigma's below (LowercaseRule::kPerWord).
 inline void AppendLower(std::string& out, char32_t cp) {
   if (cp == 0x130) {
     out.push_back('i');
@@ -211,6 +211,116 @@ inline void AppendLower(std::string& out, char32_t cp) {
   }
   AppendUtf8(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))));
 }
+
+// Unicode's Final_Sigma context, as Python's str.lower() applies it to a word: U+03A3 becomes
+// "ς" when a cased letter precedes it and none follows, skipping case-ignorable characters
+// both ways (\p{cased} \p{case-ignorable}* U+03A3 !(\p{case-ignorable}* \p{cased})). Fed
+// one character at a time; a capital sigma is written as "σ" and turned into "ς" in place (both
+// are two bytes) once the characters after it show it ended its word.
+class FinalSigma {
+ public:
+  // Before `cp` is appended to `word`. Returns whether `cp` is a capital sigma that may end
+  // the word: then call Candidate() once its "σ" is appended.
+  bool See(char32_t cp, std::string& word) {
+    if (CaseIgnorable(cp)) return false;
+    const bool cased = Cased(cp);
+    if (pending_) Settle(word, /*final=*/!cased);
+    const bool candidate = cp == 0x3A3 && after_cased_;
+    after_cased_ = cased;
+    return candidate;
+  }
+  // The "σ" of a candidate sigma starts at byte `at` of the word.
+  void Candidate(std::size_t at) { pending_ = at + 2; }  // its second byte, +1 (0: none)
+  // The word ends.
+  void End(std::string& word) {
+    if (pending_) Settle(word, /*final=*/true);
+    after_cased_ = false;
+  }
+
+ private:
+  void Settle(std::string& word, bool final) {
+    if (final) word[pending_ - 1] = static_cast<char>(0x82);  // U+03C2 is CF 82, U+03C3 CF 83
+    pending_ = 0;
+  }
+  // Unicode's Cased: Lowercase, Uppercase or Lt. Letters with a case mapping, plus the
+  // Other_Lowercase / Other_Uppercase characters that have none (modifier letters, ...).
+  static bool Cased(char32_t cp) {
+    if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
+    const auto c = static_cast<utf8proc_int32_t>(cp);
+    switch (utf8proc_category(c)) {
+      case UTF8PROC_CATEGORY_LU:
+      case UTF8PROC_CATEGORY_LL:
+      case UTF8PROC_CATEGORY_LT:
+        return true;
+      default:
+        break;
+    }
+    if (utf8proc_tolower(c) != c || utf8proc_toupper(c) != c) return true;
+    // Other_Lowercase and Other_Uppercase without case mappings (PropList.txt, Unicode 15).
+    static constexpr std::pair<char32_t, char32_t> kOther[] = {
+        {0xAA, 0xAA},       {0xBA, 0xBA},       {0x2B0, 0x2B8},     {0x2C0, 0x2C1},
+        {0x2E0, 0x2E4},     {0x345, 0x345},     {0x37A, 0x37A},     {0x10FC, 0x10FC},
+        {0x1D2C, 0x1D6A},   {0x1D78, 0x1D78},   {0x1D9B, 0x1DBF},   {0x2071, 0x2071},
+        {0x207F, 0x207F},   {0x2090, 0x209C},   {0x2170, 0x217F},   {0x24D0, 0x24E9},
+        {0x2C7C, 0x2C7D},   {0xA69C, 0xA69D},   {0xA770, 0xA770},   {0xA7F2, 0xA7F4},
+        {0xA7F8, 0xA7F9},   {0xAB5C, 0xAB5F},   {0xAB69, 0xAB69},   {0x10780, 0x10780},
+        {0x10783, 0x10785}, {0x10787, 0x107B0}, {0x107B2, 0x107BA}, {0x1E030, 0x1E06D},
+        {0x2160, 0x216F},   {0x24B6, 0x24CF},   {0x1F130, 0x1F149}, {0x1F150, 0x1F169},
+        {0x1F170, 0x1F189},
+    };
+    for (const auto& [lo, hi] : kOther) {
+      if (cp >= lo && cp <= hi) return true;
+    }
+    return false;
+  }
+  // Unicode's Case_Ignorable: Mn, Me, Cf, Lm, Sk, and Word_Break MidLetter, MidNumLet and
+  // Single_Quote (the apostrophe, period, colon and their look-alikes).
+  static bool CaseIgnorable(char32_t cp) {
+    switch (cp) {
+      case 0x27:
+      case 0x2E:
+      case 0x3A:
+      case 0x5E:
+      case 0x60:
+      case 0xA8:
+      case 0xAD:
+      case 0xAF:
+      case 0xB4:
+      case 0xB7:
+      case 0xB8:
+      case 0x387:
+      case 0x55F:
+      case 0x5F4:
+      case 0x2018:
+      case 0x2019:
+      case 0x2024:
+      case 0x2027:
+      case 0xFE13:
+      case 0xFE52:
+      case 0xFE55:
+      case 0xFF07:
+      case 0xFF0E:
+      case 0xFF1A:
+        return true;
+      default:
+        break;
+    }
+    if (cp < 0x80) return false;
+    switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+      case UTF8PROC_CATEGORY_MN:
+      case UTF8PROC_CATEGORY_ME:
+      case UTF8PROC_CATEGORY_CF:
+      case UTF8PROC_CATEGORY_LM:
+      case UTF8PROC_CATEGORY_SK:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  bool after_cased_ = false;
+  std::size_t pending_ = 0;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Normalization of one (non-ASCII) word, with caller-owned buffers so the hot path does not
@@ -386,7 +496,7 @@ class WordPieceTokenizer::Impl::Sink {
   std::vector<int32_t> ids;
   bool truncated = false;
   // Scratch buffers, reused across words.
-  std::string word, normalized;
+  std::string word, raw, normalized;
   std::vector<utf8proc_int32_t> cps;
   std::vector<uint32_t> offsets;
   std::vector<int32_t> pieces;
@@ -469,7 +579,31 @@ void WordPieceTokenizer::Impl::EncodeFragment(std::string_view text, Sink& sink)
   std::string& word = sink.word;
   word.clear();
   bool ascii = true;
+  // Per word, lowercasing is Python's str.lower() of the whole word, which HF's BasicTokenizer
+  // applies only to words that are not special tokens as written: `raw` keeps the word as
+  // written to check that.
+  const bool per_word = options.lowercase && options.lowercase_rule == LowercaseRule::kPerWord;
+  FinalSigma sigma;
+  std::string& raw = sink.raw;
+  raw.clear();
   auto flush = [&] {
+    if (per_word) {
+      sigma.End(word);
+      // As written means after cleaning and NFC (U+212A KELVIN SIGN is K by then).
+      std::string_view as_written = raw;
+      if (!ascii) {
+        Nfc(raw, sink.cps, sink.normalized);
+        as_written = sink.normalized;
+      }
+      for (const auto& [s, id] : specials) {
+        if (as_written == s) {
+          sink.Push(id);
+          word.clear();
+          break;
+        }
+      }
+      raw.clear();
+    }
     if (!word.empty()) EncodeWord(word, ascii, sink);
     word.clear();
     ascii = true;
@@ -485,6 +619,10 @@ void WordPieceTokenizer::Impl::EncodeFragment(std::string_view text, Sink& sink)
           flush();
           break;
         default:
+          if (per_word) {
+            raw.push_back(static_cast<char>(b));
+            sigma.See(b, word);
+          }
           word.push_back(options.lowercase && b >= 'A' && b <= 'Z' ? static_cast<char>(b + 32)
                                                                    : static_cast<char>(b));
           break;
@@ -506,7 +644,12 @@ void WordPieceTokenizer::Impl::EncodeFragment(std::string_view text, Sink& sink)
         flush();
         break;
       case CharClass::kOther:
-        if (options.lowercase) {
+        if (per_word) {
+          raw.append(text.substr(start, i - start));
+          const bool candidate = sigma.See(cp, word);
+          AppendLower(word, cp);
+          if (candidate) sigma.Candidate(word.size() - 2);
+        } else if (options.lowercase) {
           AppendLower(word, cp);
         } else {
           word.append(text.substr(start, i - start));

@@ -10,7 +10,9 @@
 //   * clean text: U+0000, U+FFFD and every general category C* character except \t \n \r are
 //     dropped; Unicode space separators (Zs, \t \n \r, U+2028, U+2029) separate words;
 //   * every CJK ideograph becomes its own word;
-//   * optional per-character lowercasing (full Unicode mapping, as Python str.lower());
+//   * optional lowercasing with the full Unicode mapping (U+0130 -> "i\u0307"), one character
+//     at a time as HF transformers and tokenizers do (so "ΣΑΣ" -> "σασ"), or per word with
+//     Python str.lower()'s Final_Sigma rule ("ΣΑΣ" -> "σας"; TokenizerOptions::lowercase_rule);
 //   * optional accent stripping (NFD, then drop Mn), otherwise NFC;
 //   * split on punctuation (ASCII non-alphanumerics plus Unicode P*);
 //   * greedy longest-match-first WordPiece with a "##" continuation prefix; [UNK] for words
@@ -59,9 +61,22 @@ class TokenizerError : public std::runtime_error {
   TokenizerErrorCode code_;
 };
 
+// How lowercasing treats the one context-dependent rule of Unicode's full lowercase mapping,
+// Final_Sigma (capital sigma at the end of a word becomes "ς", elsewhere "σ").
+enum class LowercaseRule {
+  // Each character on its own, as HF transformers (BertTokenizer's per-character pre-pass)
+  // and HF tokenizers (BertNormalizer: Rust char::to_lowercase) do: "ΣΑΣ" -> "σασ". This is
+  // what a model's own tokenizer.json produces, so it is the default.
+  kPerCharacter,
+  // Python str.lower() on each whitespace-separated word, as Google's original BERT
+  // BasicTokenizer does under Python 3: Final_Sigma applies, "ΣΑΣ" -> "σας".
+  kPerWord,
+};
+
 struct TokenizerOptions {
   // Lowercase the text (bert-base-uncased: true, bert-base-cased: false).
   bool lowercase = true;
+  LowercaseRule lowercase_rule = LowercaseRule::kPerCharacter;
   // Strip accents (NFD, drop Mn). Unset means "same as lowercase", like HF.
   std::optional<bool> strip_accents;
   // Put every CJK ideograph in its own word.

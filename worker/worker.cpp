@@ -83,6 +83,9 @@ void Worker::Connect() {
   router_->set(zmq::sockopt::rcvhwm, 100'000);
   router_->set(zmq::sockopt::reconnect_ivl, 100);
   router_->set(zmq::sockopt::reconnect_ivl_max, 2000);
+  // Never block the socket thread on a send: with the connection gone (a router down, or one
+  // that refused our key) there is nowhere to queue, and liveness reconnects us anyway.
+  router_->set(zmq::sockopt::sndtimeo, 0);
   curve::MakeClient(*router_, options_.curve);
   router_->connect(options_.router);
   router_seen_ = Clock::now();
@@ -380,24 +383,35 @@ void Worker::CancelUnload(Slot& slot) {
 }
 
 void Worker::Unload(const std::string& model, std::uint32_t version, std::uint64_t control_id) {
-  std::size_t matched = 0;
-  bool changed = false;
-  for (auto it = slots_.lower_bound({model, 0}); it != slots_.end() && it->first.first == model;) {
-    Slot& slot = it->second;
-    if (version != 0 && slot.info.version != version) {
-      ++it;
-      continue;
+  // Validate first: a refused unload must leave every version as it was.
+  std::vector<Key> matched;
+  for (auto it = slots_.lower_bound({model, 0}); it != slots_.end() && it->first.first == model;
+       ++it) {
+    if (version != 0 && it->first.second != version) continue;
+    if (it->second.info.state == ModelState::kLoading) {
+      // The loader cannot be interrupted mid-file; say so rather than wait.
+      SendResult(control_id,
+                 Failure(ErrorCode::kUnavailable,
+                         "model '" + model + "' version " + std::to_string(it->first.second) +
+                             " is still loading; unload it when it is ready"));
+      return;
     }
+    matched.push_back(it->first);
+  }
+  if (matched.empty()) {
+    SendResult(control_id, Failure(ErrorCode::kUnknownModel,
+                                   "worker '" + options_.id + "' has no model '" + model + "'" +
+                                       (version ? " version " + std::to_string(version) : "")));
+    return;
+  }
+  // Then act: failed entries go at once, serving ones drain.
+  bool changed = false;
+  std::size_t draining = 0;
+  for (const Key& key : matched) {
+    Slot& slot = slots_.at(key);
     switch (slot.info.state) {
-      case ModelState::kLoading:
-        // The loader cannot be interrupted mid-file; say so rather than wait.
-        SendResult(control_id,
-                   Failure(ErrorCode::kUnavailable,
-                           "model '" + model + "' version " + std::to_string(slot.info.version) +
-                               " is still loading; unload it when it is ready"));
-        return;
       case ModelState::kFailed:
-        it = slots_.erase(it);
+        slots_.erase(key);
         changed = true;
         continue;
       case ModelState::kReady:
@@ -405,27 +419,21 @@ void Worker::Unload(const std::string& model, std::uint32_t version, std::uint64
         slot.unload_seq = ready_seq_ + 1;
         slot.unloading_since = Clock::now();
         changed = true;
-        [[fallthrough]];
+        break;
       case ModelState::kUnloading:
-        slot.unload_waiters.push_back(control_id);
-        ++matched;
+      case ModelState::kLoading:  // excluded above
         break;
     }
-    ++it;
+    slot.unload_waiters.push_back(control_id);
+    ++draining;
   }
   if (changed) SendReady();
-  if (matched == 0) {
-    if (changed) {
-      SendResult(control_id, {.ok = true, .version = version});
-    } else {
-      SendResult(control_id, Failure(ErrorCode::kUnknownModel,
-                                     "worker '" + options_.id + "' has no model '" + model + "'" +
-                                         (version ? " version " + std::to_string(version) : "")));
-    }
+  if (draining == 0) {
+    SendResult(control_id, {.ok = true, .version = version});
     return;
   }
   UnloadReply& pending = unload_replies_[control_id];
-  pending.remaining = matched;
+  pending.remaining = draining;
   pending.result = {.ok = true, .version = version};
 }
 
@@ -472,7 +480,11 @@ void Worker::ForwardResults() {
     if (!zmq::recv_multipart(results_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
       return;
     }
-    zmq::send_multipart(*router_, frames);
+    if (!zmq::send_multipart(*router_, frames)) {
+      // The router has stopped hearing us; it re-dispatches what we had when it declares us
+      // dead, so this reply is not the request's only chance.
+      spdlog::warn("router unreachable: dropped a reply (the router re-dispatches it)");
+    }
   }
 }
 
