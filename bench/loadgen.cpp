@@ -368,7 +368,7 @@ nlohmann::json RouterStatus(zmq::context_t& context, const Config& config) {
   zmq::socket_t socket(context, zmq::socket_type::dealer);
   socket.set(zmq::sockopt::linger, 0);
   socket.connect(config.router);
-  ember::protocol::ControlRequest control{"status"};
+  ember::protocol::ControlRequest control{ember::protocol::ControlOp::kStatus};
   ember::protocol::SendDealt(socket, ember::protocol::Command::kControl, 1,
                              ember::protocol::Encode(control));
   const auto deadline = Clock::now() + 2s;

@@ -1,11 +1,11 @@
-// ember-model-bench: CPU throughput of the LibTorch BERT encoder (worker/bert_model.h) and the
+// ember-model-bench: CPU throughput of the LibTorch BERT encoder (engine/bert/bert_model.h) and the
 // GEMM roofline it runs against.
 //
 // For every thread count it
 //   1. measures LibTorch fp32 (and, if it runs, bf16) matmul GFLOP/s for the shapes the encoder
 //      uses ([B*L x 384] x [384 x 1536], ...) and a square 1024^3, and the fp32 encoder's own
-//      dense layer (worker/packed_dense.h: weights packed at load, oneDNN if built with it) on
-//      the same shapes; the best fp32 figure is the "GEMM peak" of that thread count;
+//      dense layer (engine/bert/cpu/packed_dense.h: weights packed at load, oneDNN if built with
+//      it) on the same shapes; the best fp32 figure is the "GEMM peak" of that thread count;
 //   2. times BertModel::Embed (the serving path) on seeded random token-id sequences of exactly
 //      the given lengths, for every batch x length cell, and reports sentences/s, tokens/s,
 //      achieved GFLOP/s (analytic model FLOPs / time) and the fraction of the GEMM peak;
@@ -42,10 +42,10 @@
 #include <vector>
 
 #include "bench/random_ids.h"
-#include "worker/backend.h"
-#include "worker/bert_backend.h"
-#include "worker/bert_model.h"
-#include "worker/packed_dense.h"
+#include "engine/backend.h"
+#include "engine/bert/bert_backend.h"
+#include "engine/bert/bert_model.h"
+#include "engine/bert/cpu/packed_dense.h"
 
 #ifndef EMBER_MINILM_DIR
 #define EMBER_MINILM_DIR "models/minilm-l6-random"
@@ -55,7 +55,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-namespace ew = ember::worker;
+namespace ew = ember::engine;
 
 // all-MiniLM-L6-v2 dimensions, read back from config.json so another BERT folder also works.
 struct Arch {
@@ -555,7 +555,7 @@ int main(int argc, char** argv) {
           }
           if (texts.empty()) throw std::runtime_error("no texts in " + e2e_texts);
         }
-        auto backend = ew::LoadBertBackend(model_dir, {.threads = t});
+        auto backend = ew::LoadBertBackend(model_dir, {.model = {.threads = t}});
         // Sorted by length, so that each batch pads as little as possible.
         std::stable_sort(
             texts.begin(), texts.end(), [&](const std::string& a, const std::string& b) {

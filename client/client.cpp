@@ -127,8 +127,9 @@ Embeddings Client::Embed(std::string_view model, const std::vector<std::string>&
 }
 
 protocol::StatusReply Client::Status(std::chrono::milliseconds timeout) {
-  const std::string body = Call(static_cast<std::uint8_t>(Command::kControl),
-                                protocol::Encode(protocol::ControlRequest{"status"}), timeout, 1);
+  const std::string body =
+      Call(static_cast<std::uint8_t>(Command::kControl),
+           protocol::Encode(protocol::ControlRequest{protocol::ControlOp::kStatus}), timeout, 1);
   protocol::StatusReply status;
   std::string error;
   if (!protocol::Decode(body, &status, &error)) {
@@ -139,18 +140,18 @@ protocol::StatusReply Client::Status(std::chrono::milliseconds timeout) {
 
 protocol::ControlReply Client::Load(std::string_view model, std::uint32_t version,
                                     const ControlOptions& options) {
-  return Manage("load", model, version, options);
+  return Manage(protocol::ControlOp::kLoad, model, version, options);
 }
 
 protocol::ControlReply Client::Unload(std::string_view model, std::uint32_t version,
                                       const ControlOptions& options) {
-  return Manage("unload", model, version, options);
+  return Manage(protocol::ControlOp::kUnload, model, version, options);
 }
 
-protocol::ControlReply Client::Manage(std::string op, std::string_view model, std::uint32_t version,
-                                      const ControlOptions& options) {
+protocol::ControlReply Client::Manage(protocol::ControlOp op, std::string_view model,
+                                      std::uint32_t version, const ControlOptions& options) {
   protocol::ControlRequest control;
-  control.op = std::move(op);
+  control.op = op;
   control.model = std::string(model);
   control.version = version;
   control.workers = options.workers;
@@ -168,11 +169,13 @@ protocol::ControlReply Client::Manage(std::string op, std::string_view model, st
   std::optional<ErrorCode> first;
   for (const auto& r : reply.results) {
     if (r.ok) continue;
-    if (!first) first = ParseErrorCode(r.code).value_or(ErrorCode::kInternal);
-    failures += (failures.empty() ? "" : "; ") + r.worker + ": " + r.code + ": " + r.message;
+    if (!first) first = r.code;
+    failures += (failures.empty() ? "" : "; ") + r.worker + ": " +
+                std::string(ErrorCodeName(r.code)) + ": " + r.message;
   }
   if (first) {
-    throw Error(*first, reply.op + " " + reply.model + " failed on " + failures);
+    throw Error(*first, std::string(protocol::ControlOpName(reply.op)) + " " + reply.model +
+                            " failed on " + failures);
   }
   return reply;
 }

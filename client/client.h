@@ -110,8 +110,8 @@ class Client {
   std::string CallOnce(std::uint8_t command, const std::string& body,
                        std::chrono::milliseconds timeout);
   void Connect();
-  protocol::ControlReply Manage(std::string op, std::string_view model, std::uint32_t version,
-                                const ControlOptions& options);
+  protocol::ControlReply Manage(protocol::ControlOp op, std::string_view model,
+                                std::uint32_t version, const ControlOptions& options);
 
   std::string endpoint_;
   curve::ClientKeys curve_;

@@ -30,16 +30,16 @@ void AddKeysCommand(CLI::App& app) {
   auto prefix = std::make_shared<std::string>();
   generate->add_option("--out", *prefix, "file prefix, e.g. /etc/ember/keys/router")->required();
   generate->callback([prefix] {
-    curve::KeyPair keys;
+    curve::KeyPair pair;
     try {
-      keys = curve::Generate();
-      curve::WriteKeyFiles(keys, *prefix);
+      pair = curve::Generate();
+      curve::WriteKeyFiles(pair, *prefix);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "emberctl: %s\n", e.what());
       throw CLI::RuntimeError(1);  // CLI11_PARSE returns 1, printing nothing more
     }
     std::printf("%s.key (secret, mode 0600) and %s.pub written; public key %s\n", prefix->c_str(),
-                prefix->c_str(), keys.public_key.c_str());
+                prefix->c_str(), pair.public_key.c_str());
   });
 }
 

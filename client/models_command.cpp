@@ -65,7 +65,8 @@ void ShowProgress(const std::string& router, const std::string& model, std::uint
 
 void PrintReply(const protocol::ControlReply& reply, bool json) {
   if (json) {
-    nlohmann::json out = {{"op", reply.op}, {"model", reply.model}, {"results", {}}};
+    nlohmann::json out = {
+        {"op", protocol::ControlOpName(reply.op)}, {"model", reply.model}, {"results", {}}};
     for (const auto& r : reply.results) {
       out["results"].push_back({{"worker", r.worker},
                                 {"ok", r.ok},
@@ -77,8 +78,9 @@ void PrintReply(const protocol::ControlReply& reply, bool json) {
     return;
   }
   for (const auto& r : reply.results) {
-    std::printf("%s %s version %u on %s: ok (%.1f MiB, %u ms)\n", reply.op.c_str(),
-                reply.model.c_str(), r.version, r.worker.c_str(), MiB(r.memory_bytes), r.millis);
+    std::printf("%s %s version %u on %s: ok (%.1f MiB, %u ms)\n",
+                std::string(protocol::ControlOpName(reply.op)).c_str(), reply.model.c_str(),
+                r.version, r.worker.c_str(), MiB(r.memory_bytes), r.millis);
   }
 }
 

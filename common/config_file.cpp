@@ -21,6 +21,11 @@ toml::table ParseFile(const std::filesystem::path& path) {
 
 void CheckKeys(const toml::table& t, std::initializer_list<std::string_view> known,
                const std::filesystem::path& path, std::string_view where) {
+  CheckKeys(t, std::vector<std::string>(known.begin(), known.end()), path, where);
+}
+
+void CheckKeys(const toml::table& t, const std::vector<std::string>& known,
+               const std::filesystem::path& path, std::string_view where) {
   for (const auto& [key, value] : t) {
     bool found = false;
     for (std::string_view k : known) found = found || k == key.str();

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ember::config {
 
@@ -53,6 +54,8 @@ void ReadDuration(const toml::table& t, std::string_view key, Duration* out, std
 // Throws if `t` has a key not in `known`: a typo in a config file should
 // stop the process, not be silently ignored.
 void CheckKeys(const toml::table& t, std::initializer_list<std::string_view> known,
+               const std::filesystem::path& path, std::string_view where = "");
+void CheckKeys(const toml::table& t, const std::vector<std::string>& known,
                const std::filesystem::path& path, std::string_view where = "");
 
 void ReadString(const toml::table& t, std::string_view key, std::string* out,

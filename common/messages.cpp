@@ -62,7 +62,7 @@ void PackResult(Packer& pk, const ControlResult& r) {
   pk.pack_map(7);
   PackField(pk, "worker", r.worker);
   PackField(pk, "ok", r.ok);
-  PackField(pk, "code", r.code);
+  PackField(pk, "code", r.ok ? std::string_view() : ErrorCodeName(r.code));
   PackField(pk, "message", r.message);
   PackField(pk, "version", r.version);
   PackField(pk, "memory_bytes", r.memory_bytes);
@@ -124,13 +124,35 @@ bool ReadResult(const msgpack::object& map, ControlResult* out, std::string* err
     *error = "each control result must be a map";
     return false;
   }
-  return Read(map, "worker", &out->worker, Need::kOptional, error) &&
-         Read(map, "ok", &out->ok, Need::kRequired, error) &&
-         Read(map, "code", &out->code, Need::kOptional, error) &&
-         Read(map, "message", &out->message, Need::kOptional, error) &&
-         Read(map, "version", &out->version, Need::kOptional, error) &&
-         Read(map, "memory_bytes", &out->memory_bytes, Need::kOptional, error) &&
-         Read(map, "millis", &out->millis, Need::kOptional, error);
+  std::string code;
+  if (!(Read(map, "worker", &out->worker, Need::kOptional, error) &&
+        Read(map, "ok", &out->ok, Need::kRequired, error) &&
+        Read(map, "code", &code, Need::kOptional, error) &&
+        Read(map, "message", &out->message, Need::kOptional, error) &&
+        Read(map, "version", &out->version, Need::kOptional, error) &&
+        Read(map, "memory_bytes", &out->memory_bytes, Need::kOptional, error) &&
+        Read(map, "millis", &out->millis, Need::kOptional, error))) {
+    return false;
+  }
+  // A code from a newer peer is still a failure; keep its name in the message.
+  const auto parsed = ParseErrorCode(code);
+  out->code = parsed.value_or(ErrorCode::kInternal);
+  if (!out->ok && !parsed && !code.empty()) out->message = code + ": " + out->message;
+  return true;
+}
+
+// A ControlOp field: its name on the wire.
+bool ReadOp(const msgpack::object& map, ControlOp* out, Need need, std::string* error) {
+  std::string name;
+  if (!Read(map, "op", &name, need, error)) return false;
+  if (name.empty() && need == Need::kOptional) return true;
+  const auto op = ParseControlOp(name);
+  if (!op) {
+    *error = "unknown control op '" + name + "' (status, list, load, unload)";
+    return false;
+  }
+  *out = *op;
+  return true;
 }
 
 bool ReadModels(const msgpack::object& map, std::vector<ModelInfo>* out, std::string* error) {
@@ -180,6 +202,28 @@ std::string_view ModelStateName(ModelState state) {
       return "FAILED";
   }
   return "UNKNOWN";
+}
+
+std::string_view ControlOpName(ControlOp op) {
+  switch (op) {
+    case ControlOp::kStatus:
+      return "status";
+    case ControlOp::kList:
+      return "list";
+    case ControlOp::kLoad:
+      return "load";
+    case ControlOp::kUnload:
+      return "unload";
+  }
+  return "unknown";
+}
+
+std::optional<ControlOp> ParseControlOp(std::string_view name) {
+  for (ControlOp op :
+       {ControlOp::kStatus, ControlOp::kList, ControlOp::kLoad, ControlOp::kUnload}) {
+    if (ControlOpName(op) == name) return op;
+  }
+  return std::nullopt;
 }
 
 std::string Encode(const EmbedRequest& body) {
@@ -306,7 +350,7 @@ std::string Encode(const ControlRequest& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
   pk.pack_map(5);
-  PackField(pk, "op", body.op);
+  PackField(pk, "op", ControlOpName(body.op));
   PackField(pk, "model", body.model);
   PackField(pk, "version", body.version);
   PackStrings(pk, "workers", body.workers);
@@ -318,7 +362,7 @@ bool Decode(std::string_view bytes, ControlRequest* out, std::string* error) {
   msgpack::object_handle handle;
   if (!UnpackMap(bytes, &handle, error)) return false;
   const msgpack::object& map = handle.get();
-  return Read(map, "op", &out->op, Need::kRequired, error) &&
+  return ReadOp(map, &out->op, Need::kRequired, error) &&
          Read(map, "model", &out->model, Need::kOptional, error) &&
          Read(map, "version", &out->version, Need::kOptional, error) &&
          Read(map, "workers", &out->workers, Need::kOptional, error) &&
@@ -342,7 +386,7 @@ std::string Encode(const ControlReply& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
   pk.pack_map(3);
-  PackField(pk, "op", body.op);
+  PackField(pk, "op", ControlOpName(body.op));
   PackField(pk, "model", body.model);
   PackKey(pk, "results");
   pk.pack_array(static_cast<std::uint32_t>(body.results.size()));
@@ -354,7 +398,7 @@ bool Decode(std::string_view bytes, ControlReply* out, std::string* error) {
   msgpack::object_handle handle;
   if (!UnpackMap(bytes, &handle, error)) return false;
   const msgpack::object& map = handle.get();
-  if (!Read(map, "op", &out->op, Need::kOptional, error) ||
+  if (!ReadOp(map, &out->op, Need::kOptional, error) ||
       !Read(map, "model", &out->model, Need::kOptional, error)) {
     return false;
   }

@@ -8,6 +8,7 @@
 #define EMBER_COMMON_MESSAGES_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -75,10 +76,17 @@ struct ReadyBody {
   std::vector<ModelInfo> models;
 };
 
-// CONTROL body. From a client to the router: "status", "list", "load",
-// "unload". From the router to a worker: "load", "unload".
+// What a CONTROL asks. From a client to the router: any; from the router to a worker: load
+// and unload. On the wire, its name ("status", "list", "load", "unload").
+enum class ControlOp : std::uint8_t { kStatus, kList, kLoad, kUnload };
+std::string_view ControlOpName(ControlOp op);
+std::optional<ControlOp> ParseControlOp(std::string_view name);
+// Whether `op` only looks at the cluster (any admitted client may), or changes it (admin).
+inline bool ReadOnly(ControlOp op) { return op == ControlOp::kStatus || op == ControlOp::kList; }
+
+// CONTROL body. A name that is not a ControlOp fails to decode (BAD_REQUEST, naming it).
 struct ControlRequest {
-  std::string op;
+  ControlOp op = ControlOp::kStatus;
   std::string model{};        // load, unload
   std::uint32_t version = 0;  // load: 0 = the repository's version policy;
                               // unload: 0 = every version
@@ -92,7 +100,7 @@ struct ControlRequest {
 struct ControlResult {
   std::string worker{};
   bool ok = false;
-  std::string code{};  // ErrorCode name when !ok
+  ErrorCode code = ErrorCode::kInternal;  // when !ok (on the wire: its name)
   std::string message{};
   std::uint32_t version = 0;  // the version loaded / unloaded
   std::uint64_t memory_bytes = 0;
@@ -101,7 +109,7 @@ struct ControlResult {
 
 // Reply to CONTROL "load" / "unload": one result per worker acted on.
 struct ControlReply {
-  std::string op;
+  ControlOp op = ControlOp::kLoad;
   std::string model;
   std::vector<ControlResult> results;
 };

@@ -1,4 +1,4 @@
-// libFuzzer target: the WordPiece tokenizer (worker/wordpiece_tokenizer.h) on
+// libFuzzer target: the WordPiece tokenizer (engine/tokenizer/wordpiece_tokenizer.h) on
 // arbitrary text, under every option combination.
 //
 //   byte 0   option bits: 1 lowercase, 2 strip_accents set, 4 its value,
@@ -21,14 +21,14 @@
 #include <string_view>
 #include <vector>
 
-#include "worker/wordpiece_tokenizer.h"
+#include "engine/tokenizer/wordpiece_tokenizer.h"
 
 namespace ember::fuzz {
 namespace {
 
-using worker::TokenizerError;
-using worker::TokenizerErrorCode;
-using worker::WordPieceTokenizer;
+using engine::TokenizerError;
+using engine::TokenizerErrorCode;
+using engine::WordPieceTokenizer;
 
 constexpr std::array<std::size_t, 4> kMaxLengths = {2, 3, 16, 512};
 
@@ -65,7 +65,7 @@ const WordPieceTokenizer& TokenizerFor(std::uint8_t flags, std::uint8_t length_s
   const std::size_t length_index = length_selector % kMaxLengths.size();
   auto& slot = all[bits * kMaxLengths.size() + length_index];
   if (!slot) {
-    worker::TokenizerOptions options;
+    engine::TokenizerOptions options;
     options.lowercase = flags & 1;
     if (flags & 2) options.strip_accents = (flags & 4) != 0;
     options.tokenize_chinese_chars = flags & 8;
@@ -98,14 +98,14 @@ bool WellFormedUtf8(std::string_view s) {
     } else {
       return false;
     }
-    if (i + extra >= s.size()) return false;  // truncated sequence
-    for (int k = 1; k <= extra; ++k) {
+    if (i + static_cast<std::size_t>(extra) >= s.size()) return false;  // truncated sequence
+    for (std::size_t k = 1; k <= static_cast<std::size_t>(extra); ++k) {
       const auto b = static_cast<std::uint8_t>(s[i + k]);
       if ((b & 0xc0) != 0x80) return false;
       cp = (cp << 6) | (b & 0x3f);
     }
     if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += extra + 1;
+    i += static_cast<std::size_t>(extra) + 1;
   }
   return true;
 }
@@ -122,7 +122,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data) + 2, size - 2);
   const bool valid = WellFormedUtf8(text);
   try {
-    const ember::worker::Encoding e = tokenizer.Encode(text, truncate);
+    const ember::engine::Encoding e = tokenizer.Encode(text, truncate);
     Check(valid, "invalid UTF-8 must be rejected");
     const std::size_t max_length = tokenizer.options().max_length;
     Check(e.ids.size() >= 2 && e.ids.size() <= max_length, "2 <= ids <= max_length");

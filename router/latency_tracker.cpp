@@ -19,7 +19,7 @@ LatencyTracker::LatencyTracker(std::chrono::milliseconds decay)
     : decay_ms_(static_cast<double>(std::max<std::int64_t>(decay.count(), 1))) {}
 
 void LatencyTracker::Record(std::chrono::microseconds latency, Clock::time_point now) {
-  const double ms = latency.count() / 1000.0;
+  const double ms = static_cast<double>(latency.count()) / 1000.0;
   ewma_ms_ = samples_ == 0 ? ms : ewma_ms_ + kEwmaWeight * (ms - ewma_ms_);
   // Peak EWMA: a slower sample takes effect at once; a faster one is blended
   // in with a weight that grows with the time since the last sample.
@@ -46,9 +46,10 @@ double LatencyTracker::PeakEwmaMs(Clock::time_point now) const {
 double LatencyTracker::PercentileMs(double q) const {
   const std::size_t n = std::min(samples_, kWindow);
   if (n == 0) return 0;
-  std::vector<float> sorted(window_.begin(), window_.begin() + n);
-  const auto k = static_cast<std::size_t>(std::clamp(q, 0.0, 1.0) * (n - 1) + 0.5);
-  std::nth_element(sorted.begin(), sorted.begin() + k, sorted.end());
+  std::vector<float> sorted(window_.begin(), window_.begin() + static_cast<std::ptrdiff_t>(n));
+  const auto k =
+      static_cast<std::size_t>(std::clamp(q, 0.0, 1.0) * static_cast<double>(n - 1) + 0.5);
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end());
   return sorted[k];
 }
 

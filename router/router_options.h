@@ -1,5 +1,5 @@
-// The router's settings: defaults here, overridden by a TOML file
-// (config/router.toml documents every key), overridden by command-line flags.
+// The router's settings: defaults here, overridden by a TOML file (config/router.toml, which
+// RenderRouterConfig() writes), overridden by command-line flags.
 #ifndef EMBER_ROUTER_ROUTER_OPTIONS_H_
 #define EMBER_ROUTER_ROUTER_OPTIONS_H_
 
@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "common/settings.h"
 #include "router/policy.h"
 
 namespace ember::router {
@@ -67,9 +68,18 @@ struct RouterOptions {
   }
 };
 
+// The router's settings, each declared once (common/settings.h): flag, TOML key, range and
+// comment. ModelSettings() are the per-model keys, at the top level (every model's defaults)
+// and in [models.NAME] tables.
+const settings::Table<RouterOptions>& RouterSettings();
+const settings::Table<ModelOptions>& ModelSettings();
+
 // Reads a router TOML file into *options (keys absent from the file keep
 // their current values). Throws std::runtime_error naming the file and key.
 void LoadRouterConfig(const std::filesystem::path& path, RouterOptions* options);
+
+// config/router.toml: every setting with its comment, as shipped.
+std::string RenderRouterConfig();
 
 }  // namespace ember::router
 

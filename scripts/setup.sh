@@ -20,7 +20,7 @@ PACKAGES=(
   # which resolves to OpenBLAS); libblas-dev provides the link-time name.
   libblas-dev
   # The CPU encoder's dense layers run on oneDNN with prepacked weights
-  # (worker/packed_dense.h; the same libdnnl2 LibTorch links): 1.1-1.8x
+  # (engine/bert/cpu/packed_dense.h; the same libdnnl2 LibTorch links): 1.1-1.8x
   # OpenBLAS on one core (docs/performance.md).
   libdnnl-dev
   # libdnnl-dev's CMake config calls find_package(OpenCL REQUIRED), but Debian

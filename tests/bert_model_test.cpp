@@ -1,4 +1,4 @@
-// Tests for worker/bert_model.* and worker/safetensors.* against the independent
+// Tests for engine/bert/bert_model.* and engine/bert/safetensors.* against the independent
 // Python reference (scripts/reference_bert.py).
 //
 // Test data is generated at build time (see the CMake custom commands) into one
@@ -10,7 +10,7 @@
 //   tiny_f16_ref.json
 //   tiny_bf16/       tiny model, BF16 storage, CLS pooling in 1_Pooling/config.json
 //   tiny_bf16_ref.json
-#include "worker/bert_model.h"
+#include "engine/bert/bert_model.h"
 
 #include <gtest/gtest.h>
 
@@ -27,10 +27,10 @@
 #include <thread>
 #include <vector>
 
-#include "worker/packed_dense.h"
-#include "worker/safetensors.h"
+#include "engine/bert/cpu/packed_dense.h"
+#include "engine/bert/safetensors.h"
 
-namespace ember::worker {
+namespace ember::engine {
 namespace {
 
 namespace fs = std::filesystem;
@@ -723,4 +723,4 @@ TEST(SafeTensors, MissingFile) {
 }
 
 }  // namespace
-}  // namespace ember::worker
+}  // namespace ember::engine

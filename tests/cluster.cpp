@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -57,7 +58,14 @@ bool Cluster::WaitForWorkers(std::size_t workers, std::chrono::milliseconds time
   Client client(frontend_, options_.client_curve);
   while (std::chrono::steady_clock::now() < deadline) {
     try {
-      if (client.Status(std::chrono::milliseconds(500)).workers.size() >= workers) return true;
+      // Registered and serving: models given at startup load in the background.
+      std::size_t serving = 0;
+      for (const auto& w : client.Status(std::chrono::milliseconds(500)).workers) {
+        serving += std::ranges::none_of(w.models, [](const protocol::ModelInfo& m) {
+          return m.state == protocol::ModelState::kLoading;
+        });
+      }
+      if (serving >= workers) return true;
     } catch (const Error&) {
       // Router not up yet.
     }

@@ -33,7 +33,8 @@ class Cluster {
   const std::string& frontend() const { return frontend_; }
   const std::string& backend() const { return backend_; }
 
-  // Waits (bounded) until the router lists `workers` workers; false on timeout.
+  // Waits (bounded) until the router lists `workers` workers with no model still LOADING;
+  // false on timeout.
   bool WaitForWorkers(std::size_t workers,
                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
 

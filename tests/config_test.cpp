@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <fstream>
+#include <iterator>
 
+#include "gateway/gateway_settings.h"
 #include "router/router_options.h"
-#include "worker/worker_config.h"
+#include "worker/worker_settings.h"
 
 namespace ember {
 namespace {
@@ -106,6 +109,57 @@ TEST_F(ConfigTest, MistakesNameFileAndKey) {
   EXPECT_THROW(worker::LoadWorkerConfig(Write("max-batch-size = 0"), &w), std::runtime_error);
   EXPECT_THROW(worker::ParseModelFlag("no-equals-sign", {}), std::invalid_argument);
   EXPECT_EQ(worker::ParseModelFlag("m:3=/p", {}).version, 3u);
+}
+
+// config/*.toml are the settings tables' own output: a setting added, renamed or given a new
+// default without regenerating them (scripts/make-configs.sh) fails here.
+TEST_F(ConfigTest, ShippedFilesAreWhatTheSettingsTablesWrite) {
+  const auto read = [](const std::string& name) {
+    std::ifstream in(std::string(EMBER_SOURCE_DIR) + "/config/" + name);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(read("router.toml"), router::RenderRouterConfig()) << "run scripts/make-configs.sh";
+  EXPECT_EQ(read("worker.toml"), worker::RenderWorkerConfig()) << "run scripts/make-configs.sh";
+  EXPECT_EQ(read("gateway.toml"), gateway::RenderGatewayConfig()) << "run scripts/make-configs.sh";
+  gateway::GatewayConfig g;
+  gateway::LoadGatewayConfig(std::string(EMBER_SOURCE_DIR) + "/config/gateway.toml", &g);
+  EXPECT_EQ(g.gateway.threads, 16);
+}
+
+// One declaration drives the flag and the key: the same range holds for both.
+TEST_F(ConfigTest, FlagsAndKeysShareTheirRanges) {
+  for (const auto& key : router::RouterSettings().Keys()) {
+    SCOPED_TRACE(key);
+    router::RouterOptions o;
+    CLI::App app;
+    router::RouterSettings().AddFlags(app, &o);
+    EXPECT_NO_THROW(app.get_option("--" + key)) << "every key is a flag";
+  }
+  router::RouterOptions o;
+  CLI::App app;
+  router::RouterSettings().AddFlags(app, &o);
+  const char* bad[] = {"ember-router", "--liveness", "0"};
+  EXPECT_THROW(app.parse(3, bad), CLI::ValidationError) << "liveness 0 is refused as a flag";
+  EXPECT_THROW(router::LoadRouterConfig(Write("liveness = 0"), &o), std::runtime_error)
+      << "and as a key";
+  const char* good[] = {"ember-router", "--liveness", "7", "--heartbeat-ms", "250"};
+  app.parse(5, good);
+  EXPECT_EQ(o.liveness, 7);
+  EXPECT_EQ(o.heartbeat_interval, std::chrono::milliseconds(250));
+}
+
+TEST_F(ConfigTest, BatcherFlagsOverrideEveryModel) {
+  worker::WorkerConfig c;
+  worker::LoadWorkerConfig(Write("max-batch-size = 16\n[models.a]\npath = \"/a\"\n"
+                                 "max-batch-size = 64\nmax-queue = 9\n"),
+                           &c);
+  CLI::App app;
+  const auto given = worker::BatcherSettings().AddFlags(app, &c.batcher_defaults);
+  const char* argv[] = {"ember-worker", "--max-batch-size", "8"};
+  app.parse(3, argv);
+  given.ApplyTo(c.batcher_defaults, c.models.at(0).batcher);
+  EXPECT_EQ(c.models[0].batcher.max_batch_size, 8u) << "the flag wins over the file's table";
+  EXPECT_EQ(c.models[0].batcher.max_queue, 9u) << "what no flag gave stays the table's";
 }
 
 }  // namespace

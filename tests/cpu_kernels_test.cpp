@@ -1,8 +1,9 @@
 // The fused CPU encoder's building blocks against double-precision references: the erf
-// approximation, the LayerNorm, activation and bf16 conversion passes (worker/cpu_kernels.h)
-// and the packed dense layer (worker/packed_dense.h: oneDNN when the build has it, else BLAS),
-// including row counts across its 256-row blocks, bf16 math and concurrent calls on one layer.
-#include "worker/cpu_kernels.h"
+// approximation, the LayerNorm, activation and bf16 conversion passes
+// (engine/bert/cpu/cpu_kernels.h) and the packed dense layer (engine/bert/cpu/packed_dense.h:
+// oneDNN when the build has it, else BLAS), including row counts across its 256-row blocks, bf16
+// math and concurrent calls on one layer.
+#include "engine/bert/cpu/cpu_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -14,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "worker/packed_dense.h"
+#include "engine/bert/cpu/packed_dense.h"
 
-namespace ember::worker {
+namespace ember::engine {
 namespace {
 
 std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
@@ -192,4 +193,4 @@ TEST(PackedDense, ConcurrentCallsOnOneLayerAreIndependent) {
 }
 
 }  // namespace
-}  // namespace ember::worker
+}  // namespace ember::engine

@@ -186,7 +186,7 @@ std::vector<std::string> MalformedMessages::ClientMessage(std::uint64_t request_
     }
     case 2: {  // a CONTROL whose body is broken
       protocol::ControlRequest status;
-      status.op = "status";
+      status.op = protocol::ControlOp::kStatus;
       return {Header(), command(protocol::Command::kControl), id,
               BrokenBody(protocol::Encode(status))};
     }

@@ -194,21 +194,25 @@ TEST(MessagesTest, ReadyAndStatusRoundTrip) {
 }
 
 TEST(MessagesTest, ModelManagementRoundTrips) {
-  ControlRequest control{
-      .op = "load", .model = "minilm", .version = 3, .workers = {"w1", "w2"}, .timeout_ms = 9000};
+  ControlRequest control{.op = ControlOp::kLoad,
+                         .model = "minilm",
+                         .version = 3,
+                         .workers = {"w1", "w2"},
+                         .timeout_ms = 9000};
   ControlRequest c;
   std::string error;
   ASSERT_TRUE(Decode(Encode(control), &c, &error)) << error;
-  EXPECT_EQ(c.op, "load");
+  EXPECT_EQ(c.op, ControlOp::kLoad);
   EXPECT_EQ(c.model, "minilm");
   EXPECT_EQ(c.version, 3u);
   EXPECT_EQ(c.workers, (std::vector<std::string>{"w1", "w2"}));
   EXPECT_EQ(c.timeout_ms, 9000u);
 
-  ControlReply reply{.op = "load", .model = "minilm", .results = {}};
+  ControlReply reply{.op = ControlOp::kLoad, .model = "minilm", .results = {}};
   reply.results.push_back(
       {.worker = "w1", .ok = true, .version = 3, .memory_bytes = 1 << 30, .millis = 1500});
-  reply.results.push_back({.worker = "w2", .code = "INTERNAL", .message = "out of memory"});
+  reply.results.push_back(
+      {.worker = "w2", .code = ErrorCode::kInternal, .message = "out of memory"});
   ControlReply out;
   ASSERT_TRUE(Decode(Encode(reply), &out, &error)) << error;
   ASSERT_EQ(out.results.size(), 2u);
@@ -216,7 +220,7 @@ TEST(MessagesTest, ModelManagementRoundTrips) {
   EXPECT_EQ(out.results[0].memory_bytes, 1u << 30);
   EXPECT_EQ(out.results[0].millis, 1500u);
   EXPECT_FALSE(out.results[1].ok);
-  EXPECT_EQ(out.results[1].code, "INTERNAL");
+  EXPECT_EQ(out.results[1].code, ErrorCode::kInternal);
   EXPECT_EQ(out.results[1].message, "out of memory");
 
   // An unknown model state is refused, not guessed.

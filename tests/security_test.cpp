@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <msgpack.hpp>
 #include <thread>
 #include <zmq_addon.hpp>
 
@@ -79,10 +80,16 @@ std::string Control(const std::string& frontend, const curve::ClientKeys& keys,
   socket.set(zmq::sockopt::linger, 0);
   curve::MakeClient(socket, keys);
   socket.connect(frontend);
-  protocol::ControlRequest control;
-  control.op = op;
-  control.model = "tiny";
-  protocol::SendDealt(socket, protocol::Command::kControl, 1, protocol::Encode(control));
+  // Written by hand, so that an op no ControlOp names can be sent too.
+  msgpack::sbuffer request;
+  msgpack::packer<msgpack::sbuffer> pk(request);
+  pk.pack_map(2);
+  pk.pack(std::string("op"));
+  pk.pack(op);
+  pk.pack(std::string("model"));
+  pk.pack(std::string("tiny"));
+  protocol::SendDealt(socket, protocol::Command::kControl, 1,
+                      std::string_view(request.data(), request.size()));
   zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
   if (zmq::poll(&item, 1, timeout) == 0) return "NO REPLY";
   std::string error;

@@ -1,4 +1,4 @@
-// Tests for ember::worker::WordPieceTokenizer.
+// Tests for ember::engine::WordPieceTokenizer.
 //
 // The exactness tests compare against scripts/reference_tokenizer.py (an independent pure-Python
 // re-implementation of HF BertTokenizer). They need a generated test-data directory with
@@ -9,7 +9,7 @@
 // The directory is taken from the environment variable EMBER_TOKENIZER_TESTDATA if set, else
 // from the compile definition EMBER_TOKENIZER_TESTDATA_DIR (set by CMake to the build tree).
 
-#include "worker/wordpiece_tokenizer.h"
+#include "engine/tokenizer/wordpiece_tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-namespace ember::worker {
+namespace ember::engine {
 namespace {
 
 namespace fs = std::filesystem;
@@ -566,4 +566,4 @@ TEST_F(TokenizerTest, ConcurrentEncodeIsConsistent) {
 }
 
 }  // namespace
-}  // namespace ember::worker
+}  // namespace ember::engine

@@ -37,10 +37,10 @@ class WorkerHarness {
       : endpoint_("ipc://" + (dir_.path() / "backend").string()), router_(endpoint_) {
     for (const char* v : {"1", "2"})
       std::filesystem::create_directories(dir_.path() / "repo/m" / v);
-    worker::RepositorySource source;
+    worker::ModelSource source;
     source.repository = std::make_unique<worker::ModelRepository>(
         dir_.path() / "repo", worker::VersionPolicy::Parse(policy), worker::BatcherOptions{},
-        worker::LoadOptions{});
+        engine::BackendOptions{});
     source.startup = {{"m", 1}};
     source.load = [this, gated](const worker::ModelSpec& spec) {
       if (std::ranges::find(gated, spec.version) != gated.end()) {
@@ -52,8 +52,7 @@ class WorkerHarness {
     options.router = endpoint_;
     options.id = "w";
     options.heartbeat_interval = 100ms;
-    worker_ = std::make_unique<worker::Worker>(options, std::vector<worker::LoadedModel>{},
-                                               std::move(source));
+    worker_ = std::make_unique<worker::Worker>(options, std::move(source));
     thread_ = std::thread([this] { worker_->Run(stop_); });
   }
   ~WorkerHarness() {
@@ -102,11 +101,11 @@ TEST(WorkerTest, RefusedUnloadDuringLoadChangesNothing) {
   ASSERT_TRUE(h.WaitFor(1, ModelState::kReady));
   ASSERT_EQ(ServedBy(h.router().Embed("m", 0, {"before"})), 1);
 
-  const std::uint64_t load = h.router().SendControl("load", "m", 2);
+  const std::uint64_t load = h.router().SendControl(protocol::ControlOp::kLoad, "m", 2);
   ASSERT_TRUE(h.WaitFor(2, ModelState::kLoading));
-  const protocol::ControlResult unload = h.router().Control("unload", "m", 0);
+  const protocol::ControlResult unload = h.router().Control(protocol::ControlOp::kUnload, "m", 0);
   EXPECT_FALSE(unload.ok);
-  EXPECT_EQ(unload.code, "UNAVAILABLE") << unload.message;
+  EXPECT_EQ(unload.code, ErrorCode::kUnavailable) << unload.message;
 
   // Still served by v1, by name and by version.
   EXPECT_EQ(ServedBy(h.router().Embed("m", 0, {"during"})), 1);
@@ -135,9 +134,9 @@ TEST(WorkerTest, RefusedUnloadDuringLoadChangesNothing) {
 TEST(WorkerTest, UnloadOfALoadingVersionIsRefused) {
   WorkerHarness h(/*gated=*/{2}, "latest:2");
   ASSERT_TRUE(h.WaitFor(1, ModelState::kReady));
-  const std::uint64_t load = h.router().SendControl("load", "m", 2);
+  const std::uint64_t load = h.router().SendControl(protocol::ControlOp::kLoad, "m", 2);
   ASSERT_TRUE(h.WaitFor(2, ModelState::kLoading));
-  EXPECT_EQ(h.router().Control("unload", "m", 2).code, "UNAVAILABLE");
+  EXPECT_EQ(h.router().Control(protocol::ControlOp::kUnload, "m", 2).code, ErrorCode::kUnavailable);
   EXPECT_EQ(ServedBy(h.router().Embed("m", 0, {"x"})), 1);
   h.gate().Open();
   ASSERT_TRUE(h.router().AwaitAnswer(load).has_value());

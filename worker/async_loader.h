@@ -20,14 +20,14 @@
 #include <zmq.hpp>
 
 #include "common/error_code.h"
-#include "worker/backend.h"
+#include "engine/backend.h"
 #include "worker/model_repository.h"
 
 namespace ember::worker {
 
 struct LoadResult {
   ModelSpec spec;
-  std::unique_ptr<Backend> backend;  // null when the load failed
+  std::unique_ptr<engine::Backend> backend;  // null when the load failed
   ErrorCode code = ErrorCode::kInternal;
   std::string error;
   std::chrono::milliseconds took{0};
@@ -36,7 +36,7 @@ struct LoadResult {
 class AsyncLoader {
  public:
   // Opens and warms a backend; throws on failure.
-  using LoadFn = std::function<std::unique_ptr<Backend>(const ModelSpec&)>;
+  using LoadFn = std::function<std::unique_ptr<engine::Backend>(const ModelSpec&)>;
 
   // After each load the thread pushes one empty message to `wake_endpoint`
   // (an inproc endpoint in `context`, bound by the caller): the cue to call

@@ -25,9 +25,12 @@ bool Batcher::ShouldLeave(Clock::time_point now) const {
     if (preferred <= queue_.size()) return true;
   }
   // Full by tokens: everything waiting already fills the budget.
-  std::size_t longest = 0;
-  for (const auto& item : queue_) longest = std::max(longest, item.tokens);
-  return PaddedTokens(queue_.size(), longest) >= options_.max_batch_tokens;
+  std::size_t longest = 0, sum = 0;
+  for (const auto& item : queue_) {
+    longest = std::max(longest, item.tokens);
+    sum += item.tokens;
+  }
+  return Cost(queue_.size(), longest, sum) >= options_.max_batch_tokens;
 }
 
 std::optional<std::vector<BatchItem>> Batcher::Next(Clock::time_point now,
@@ -62,7 +65,7 @@ std::vector<BatchItem> Batcher::Take() {
   const std::size_t pivot =
       static_cast<std::size_t>(std::find(order.begin(), order.end(), 0) - order.begin());
   std::size_t lo = pivot, hi = pivot + 1;  // window [lo, hi) in `order`
-  std::size_t longest = queue_[0].tokens;
+  std::size_t longest = queue_[0].tokens, sum = queue_[0].tokens;
   const std::size_t anchor = queue_[0].tokens;
   while (hi - lo < limit) {
     const bool can_lo = lo > 0;
@@ -73,15 +76,19 @@ std::vector<BatchItem> Batcher::Take() {
     const bool take_lo = lo_gap <= hi_gap;
     const std::size_t next = take_lo ? order[lo - 1] : order[hi];
     const std::size_t new_longest = std::max(longest, queue_[next].tokens);
-    if (PaddedTokens(hi - lo + 1, new_longest) > options_.max_batch_tokens) {
+    if (Cost(hi - lo + 1, new_longest, sum + queue_[next].tokens) > options_.max_batch_tokens) {
       // A shorter neighbour may still fit where the longer one does not.
-      if (!take_lo && can_lo && PaddedTokens(hi - lo + 1, longest) <= options_.max_batch_tokens) {
+      const std::size_t shorter = can_lo ? queue_[order[lo - 1]].tokens : 0;
+      if (!take_lo && can_lo &&
+          Cost(hi - lo + 1, longest, sum + shorter) <= options_.max_batch_tokens) {
+        sum += shorter;
         --lo;
         continue;
       }
       break;
     }
     longest = new_longest;
+    sum += queue_[next].tokens;
     take_lo ? --lo : ++hi;
   }
   std::vector<std::size_t> chosen(order.begin() + static_cast<std::ptrdiff_t>(lo),

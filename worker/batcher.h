@@ -3,9 +3,10 @@
 // with made-up times; ModelRunner supplies the threads.
 //
 // Rules (as Triton's dynamic batcher and TEI's token budget):
-//  - a batch leaves when it is full (max_batch_size texts, or the padded-token
-//    budget would overflow), when a preferred batch size can be formed, or
-//    when its oldest text has waited max_queue_delay;
+//  - a batch leaves when it is full (max_batch_size texts, or the token budget
+//    would overflow: padded tokens, or real ones for a backend that packs), when
+//    a preferred batch size can be formed, or when its oldest text has waited
+//    max_queue_delay;
 //  - the oldest text is always in the next batch (no starvation), even if it
 //    alone exceeds max_batch_tokens (it then runs alone: never a loop);
 //  - the rest of the batch is filled with the texts closest in length to the
@@ -27,7 +28,10 @@ using Clock = std::chrono::steady_clock;
 struct BatcherOptions {
   std::size_t max_batch_size = 32;  // texts per batch
   std::chrono::microseconds max_queue_delay{2000};
-  std::size_t max_batch_tokens = 16384;            // batch size x longest text, in tokens
+  // Tokens per batch: batch size x longest text when `padded`, else the sum of its texts'
+  // lengths (a backend that packs sequences pays only for real tokens: Backend::pads()).
+  std::size_t max_batch_tokens = 16384;
+  bool padded = true;
   std::vector<std::size_t> preferred_batch_sizes;  // e.g. {8, 16, 32}; empty: none
   std::size_t max_queue = 4096;                    // texts waiting
 };
@@ -73,7 +77,11 @@ class Batcher {
 
  private:
   bool ShouldLeave(Clock::time_point now) const;
-  std::size_t PaddedTokens(std::size_t count, std::size_t longest) const { return count * longest; }
+  // What a batch of `count` texts, the longest `longest` tokens and `sum` tokens in all, costs
+  // against max_batch_tokens.
+  std::size_t Cost(std::size_t count, std::size_t longest, std::size_t sum) const {
+    return options_.padded ? count * longest : sum;
+  }
 
   BatcherOptions options_;
   std::vector<BatchItem> queue_;  // in arrival order

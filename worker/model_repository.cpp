@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "common/config_file.h"
-#include "worker/worker_config.h"
+#include "worker/worker_settings.h"
 
 namespace ember::worker {
 namespace {
@@ -97,31 +97,59 @@ std::vector<std::uint32_t> VersionPolicy::Select(
   return {};
 }
 
+std::size_t DefaultBatchTokens(const std::string& device) {
+  return device.starts_with("cuda") ? kGpuBatchTokens : kCpuBatchTokens;
+}
+
 ModelRepository::ModelRepository(fs::path root, VersionPolicy policy, BatcherOptions defaults,
-                                 LoadOptions load_defaults)
+                                 engine::BackendOptions load_defaults)
     : root_(std::move(root)),
       policy_(std::move(policy)),
       batcher_defaults_(std::move(defaults)),
       load_defaults_(std::move(load_defaults)) {
-  if (!fs::is_directory(root_)) {
+  if (!root_.empty() && !fs::is_directory(root_)) {
     throw std::runtime_error("model repository '" + root_.string() + "' is not a directory");
   }
+}
+
+void ModelRepository::AddFixed(std::string name, std::uint32_t version, fs::path path,
+                               BatcherOptions batcher) {
+  if (!ValidName(name)) throw std::invalid_argument("bad model name '" + name + "'");
+  fixed_[std::move(name)] = {version, std::move(path), std::move(batcher)};
+}
+
+std::vector<std::string> ModelRepository::Fixed() const {
+  std::vector<std::string> names;
+  for (const auto& [name, fixed] : fixed_) names.push_back(name);
+  return names;
+}
+
+std::string ModelRepository::Describe() const {
+  if (!root_.empty()) return "repository " + root_.string();
+  return fixed_.empty() ? "this worker's models (it has no --repository)"
+                        : "this worker's --model list (it has no --repository)";
 }
 
 std::vector<std::string> ModelRepository::Models() const {
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root_, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && ValidName(name) && !name.starts_with(".")) names.push_back(name);
+  if (!root_.empty()) {
+    for (const auto& entry : fs::directory_iterator(root_, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory() && ValidName(name) && !name.starts_with(".")) names.push_back(name);
+    }
+  }
+  for (const auto& [name, fixed] : fixed_) {
+    if (std::ranges::find(names, name) == names.end()) names.push_back(name);
   }
   std::ranges::sort(names);
   return names;
 }
 
 std::vector<std::uint32_t> ModelRepository::Versions(const std::string& model) const {
+  if (auto f = fixed_.find(model); f != fixed_.end()) return {f->second.version};
   std::vector<std::uint32_t> versions;
-  if (!ValidName(model)) return versions;
+  if (!ValidName(model) || root_.empty()) return versions;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root_ / model, ec)) {
     if (!entry.is_directory()) continue;
@@ -132,8 +160,9 @@ std::vector<std::uint32_t> ModelRepository::Versions(const std::string& model) c
 }
 
 VersionPolicy ModelRepository::PolicyFor(const std::string& model) const {
+  if (fixed_.contains(model)) return VersionPolicy::Parse("all");  // it has one version
   const fs::path file = root_ / model / "config.toml";
-  if (!ValidName(model) || !fs::exists(file)) return policy_;
+  if (root_.empty() || !ValidName(model) || !fs::exists(file)) return policy_;
   const toml::table t = config::ParseFile(file);
   config::CheckKeys(t, {"version-policy"}, file);
   std::string text = policy_.ToString();
@@ -145,67 +174,80 @@ VersionPolicy ModelRepository::PolicyFor(const std::string& model) const {
   }
 }
 
+namespace {
+
+// A config.toml value passed to the backend as text: strings as they are, numbers and
+// booleans as TOML writes them.
+std::string ParameterText(const toml::node& node, const fs::path& file, std::string_view key) {
+  if (const auto s = node.value_exact<std::string>()) return *s;
+  if (const auto b = node.value_exact<bool>()) return *b ? "true" : "false";
+  if (const auto i = node.value_exact<std::int64_t>()) return std::to_string(*i);
+  if (const auto d = node.value_exact<double>()) return settings::RealLiteral(*d);
+  config::Bad(file, key, "a backend parameter must be a string, number or boolean");
+}
+
+}  // namespace
+
 ModelSpec ModelRepository::Spec(const std::string& model, std::uint32_t version) const {
   if (!ValidName(model)) throw std::runtime_error("bad model name '" + model + "'");
-  const fs::path dir = root_ / model / std::to_string(version);
-  if (!fs::is_directory(dir)) {
-    throw std::runtime_error("model '" + model + "' version " + std::to_string(version) +
-                             " is not in repository " + root_.string());
-  }
-  ModelSpec spec{model, version, dir, load_defaults_, batcher_defaults_};
-  const fs::path file = dir / "config.toml";
-  if (!fs::exists(file)) return spec;
-  const toml::table t = config::ParseFile(file);
-  config::CheckKeys(
-      t,
-      {"backend", "path", "pooling", "normalize", "max-length", "precision", "max-batch-size",
-       "max-queue-delay-us", "max-batch-tokens", "max-queue", "preferred-batch-sizes"},
-      file);
-  config::ReadString(t, "backend", &spec.load.backend, file);
-  if (spec.load.backend != "auto" && spec.load.backend != "bert" &&
-      spec.load.backend != "torchscript") {
-    config::Bad(file, "backend", "expected auto, bert or torchscript");
-  }
-  std::string path;
-  config::ReadString(t, "path", &path, file);
-  if (!path.empty()) {
-    // Relative to the version directory, and inside it.
-    const fs::path inner = fs::path(path).lexically_normal();
-    if (inner.is_absolute() || inner.empty() || *inner.begin() == "..") {
-      config::Bad(file, "path", "must be a relative path inside " + dir.string());
+  ModelSpec spec{model, version, {}, load_defaults_, batcher_defaults_};
+  if (auto f = fixed_.find(model); f != fixed_.end()) {
+    if (version != f->second.version) {
+      throw std::runtime_error("model '" + model + "' has only version " +
+                               std::to_string(f->second.version) + " (--model)");
     }
-    spec.path = dir / inner;
+    spec.path = f->second.path;
+    spec.batcher = f->second.batcher;
+  } else {
+    const fs::path dir = root_ / model / std::to_string(version);
+    if (root_.empty() || !fs::is_directory(dir)) {
+      throw std::runtime_error("model '" + model + "' version " + std::to_string(version) +
+                               " is not in " + Describe());
+    }
+    spec.path = dir;
+    const fs::path file = dir / "config.toml";
+    if (fs::exists(file)) {
+      const toml::table t = config::ParseFile(file);
+      // What the serving side knows: the backend, the path, the batcher. The rest is the
+      // backend's to judge.
+      const std::vector<std::string> batcher_keys = BatcherSettings().Keys();
+      for (const auto& [key, node] : t) {
+        const std::string_view k = key.str();
+        if (k == "backend" || k == "path" ||
+            std::ranges::find(batcher_keys, k) != batcher_keys.end()) {
+          continue;
+        }
+        spec.load.params.Set(std::string(k), ParameterText(node, file, k));
+      }
+      config::ReadString(t, "backend", &spec.load.backend, file);
+      if (spec.load.backend != "auto" && spec.load.backend != "bert" &&
+          spec.load.backend != "torchscript") {
+        config::Bad(file, "backend", "expected auto, bert or torchscript");
+      }
+      std::string path;
+      config::ReadString(t, "path", &path, file);
+      if (!path.empty()) {
+        // Relative to the version directory, and inside it.
+        const fs::path inner = fs::path(path).lexically_normal();
+        if (inner.is_absolute() || inner.empty() || *inner.begin() == "..") {
+          config::Bad(file, "path", "must be a relative path inside " + dir.string());
+        }
+        spec.path = dir / inner;
+      }
+      BatcherSettings().Read(t, &spec.batcher, file);
+    }
   }
-  std::string pooling = "auto";
-  config::ReadString(t, "pooling", &pooling, file);
-  if (pooling == "mean") {
-    spec.load.pooling = Pooling::kMean;
-  } else if (pooling == "cls") {
-    spec.load.pooling = Pooling::kCls;
-  } else if (pooling != "auto") {
-    config::Bad(file, "pooling", "expected auto, mean or cls");
+  if (spec.batcher.max_batch_tokens == 0) {
+    spec.batcher.max_batch_tokens = DefaultBatchTokens(spec.load.device);
   }
-  if (const toml::node* n = t.get("normalize")) {
-    const auto v = n->value<bool>();
-    if (!v) config::Bad(file, "normalize", "expected true or false");
-    spec.load.normalize = *v;
-  }
-  config::ReadInt(t, "max-length", &spec.load.max_length, 2, 1'000'000, file);
-  std::string precision = "fp32";
-  config::ReadString(t, "precision", &precision, file);
-  const auto parsed = ParsePrecision(precision);
-  if (!parsed) config::Bad(file, "precision", "expected fp32, bf16, fp16 or int8");
-  // Whether the device / backend can run it is checked by the load itself (BertModel::Load,
-  // LoadBackend), which fails with the reason: fp16 needs CUDA, int8 needs CPU, TorchScript
-  // only fp32.
-  spec.load.precision = *parsed;
-  ReadBatcher(t, &spec.batcher, file);
   return spec;
 }
 
 std::vector<std::pair<std::string, std::uint32_t>> StartupLoads(
     const ModelRepository& repository, const std::vector<std::string>& requested) {
   std::vector<std::pair<std::string, std::uint32_t>> loads;
+  for (const auto& model : repository.Fixed())
+    loads.emplace_back(model, repository.Versions(model).at(0));
   auto by_policy = [&](const std::string& model) {
     const auto versions = repository.Versions(model);
     if (versions.empty()) {
@@ -216,8 +258,9 @@ std::vector<std::pair<std::string, std::uint32_t>> StartupLoads(
       loads.emplace_back(model, v);
   };
   if (requested.empty()) {
+    if (repository.root().empty()) return loads;
     for (const auto& model : repository.Models()) {
-      if (!repository.Versions(model).empty()) by_policy(model);
+      if (!repository.IsFixed(model) && !repository.Versions(model).empty()) by_policy(model);
     }
     return loads;
   }

@@ -9,26 +9,27 @@
 //
 //   backend = "auto" | "bert" | "torchscript"
 //   path = "model.pt"            # file or folder inside the version directory
-//   pooling = "auto" | "mean" | "cls"          # bert
-//   normalize = true                            # bert
-//   max-length = 256                            # bert: tokens per text
-//   precision = "fp32" | "bf16" | "fp16" | "int8"  # bert; fp16 CUDA only, int8 CPU only
 //   max-batch-size, max-queue-delay-us, max-batch-tokens, max-queue,
 //   preferred-batch-sizes                       # the model's batcher
+//   anything else: the backend's own parameters (bert: pooling, normalize,
+//   max-length, precision, lowercase), passed to it unread
 //
 // The repository is read when a version is loaded, so versions can be added
-// while the worker runs.
+// while the worker runs. Models given by path (--model NAME=PATH) join it as
+// fixed entries of one version each, so that they load, warm up and unload the
+// same way.
 #ifndef EMBER_WORKER_MODEL_REPOSITORY_H_
 #define EMBER_WORKER_MODEL_REPOSITORY_H_
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "engine/backend_factory.h"
 #include "worker/batcher.h"
-#include "worker/model_loader.h"
 
 namespace ember::worker {
 
@@ -54,19 +55,33 @@ struct VersionPolicy {
 struct ModelSpec {
   std::string name;
   std::uint32_t version = 0;
-  std::filesystem::path path;  // what LoadBackend opens
-  LoadOptions load;
-  BatcherOptions batcher;
+  std::filesystem::path path;  // what engine::LoadBackend opens
+  engine::BackendOptions load;
+  BatcherOptions batcher;  // max_batch_tokens resolved (never 0)
 };
+
+// max-batch-tokens 0 means "by device": what batches of that device want.
+std::size_t DefaultBatchTokens(const std::string& device);
 
 class ModelRepository {
  public:
-  // `defaults` fills what a version's config.toml leaves out; `device` and
-  // `threads` come from the worker.
+  // `root` may be empty (no repository directory: only fixed models). `defaults` fills what
+  // a version's config.toml leaves out; `load_defaults` carries the worker's device and
+  // threads.
   ModelRepository(std::filesystem::path root, VersionPolicy policy, BatcherOptions defaults,
-                  LoadOptions load_defaults);
+                  engine::BackendOptions load_defaults);
+
+  // A model given by path (--model NAME[:VERSION]=PATH): one version, with its own batcher.
+  // It hides a repository model of the same name.
+  void AddFixed(std::string name, std::uint32_t version, std::filesystem::path path,
+                BatcherOptions batcher);
 
   const std::filesystem::path& root() const { return root_; }
+  // The fixed models' names, and whether `model` is one.
+  std::vector<std::string> Fixed() const;
+  bool IsFixed(const std::string& model) const { return fixed_.contains(model); }
+  // Where models come from, for messages: "repository /var/lib/ember", or the --model list.
+  std::string Describe() const;
 
   // Model names (directories under the root), sorted.
   std::vector<std::string> Models() const;
@@ -79,16 +94,23 @@ class ModelRepository {
   ModelSpec Spec(const std::string& model, std::uint32_t version) const;
 
  private:
+  struct FixedModel {
+    std::uint32_t version = 1;
+    std::filesystem::path path;
+    BatcherOptions batcher;
+  };
+
   std::filesystem::path root_;
   VersionPolicy policy_;
   BatcherOptions batcher_defaults_;
-  LoadOptions load_defaults_;
+  engine::BackendOptions load_defaults_;
+  std::map<std::string, FixedModel> fixed_;
 };
 
-// What a worker loads when it starts: each NAME[:VERSION] of `requested`
-// (NAME alone: the versions its policy selects), or, when `requested` is
-// empty, every model in the repository by its policy. Throws
-// std::invalid_argument for a malformed entry or a model not there.
+// What a worker loads when it starts: every fixed model, then each NAME[:VERSION] of
+// `requested` (NAME alone: the versions its policy selects), or, when `requested` is empty,
+// every model in the repository directory by its policy. Throws std::invalid_argument for a
+// malformed entry or a model not there.
 std::vector<std::pair<std::string, std::uint32_t>> StartupLoads(
     const ModelRepository& repository, const std::vector<std::string>& requested);
 

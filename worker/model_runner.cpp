@@ -9,7 +9,7 @@
 namespace ember::worker {
 
 ModelRunner::ModelRunner(std::string worker_id, protocol::ModelInfo info,
-                         std::unique_ptr<Backend> backend, zmq::context_t& context,
+                         std::unique_ptr<engine::Backend> backend, zmq::context_t& context,
                          std::string results_endpoint, RunnerOptions options)
     : worker_id_(std::move(worker_id)),
       info_(std::move(info)),

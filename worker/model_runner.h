@@ -28,7 +28,7 @@
 
 #include "common/error_code.h"
 #include "common/messages.h"
-#include "worker/backend.h"
+#include "engine/backend.h"
 #include "worker/batcher.h"
 
 namespace ember::worker {
@@ -49,8 +49,9 @@ struct RunnerOptions {
 class ModelRunner {
  public:
   // `results_endpoint` is an inproc endpoint in `context` bound by the caller.
-  ModelRunner(std::string worker_id, protocol::ModelInfo info, std::unique_ptr<Backend> backend,
-              zmq::context_t& context, std::string results_endpoint, RunnerOptions options);
+  ModelRunner(std::string worker_id, protocol::ModelInfo info,
+              std::unique_ptr<engine::Backend> backend, zmq::context_t& context,
+              std::string results_endpoint, RunnerOptions options);
   ~ModelRunner();  // answers what is queued, then joins the threads
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
@@ -94,7 +95,7 @@ class ModelRunner {
 
   const std::string worker_id_;
   const protocol::ModelInfo info_;
-  const std::unique_ptr<Backend> backend_;
+  const std::unique_ptr<engine::Backend> backend_;
   const double slowdown_;
 
   std::mutex mu_;

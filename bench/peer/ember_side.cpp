@@ -29,14 +29,14 @@
 #include <vector>
 
 #include "bench/random_ids.h"
-#include "worker/bert_model.h"
-#include "worker/torchscript_backend.h"
+#include "engine/bert/bert_model.h"
+#include "engine/torchscript/torchscript_backend.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-namespace ew = ember::worker;
+namespace ew = ember::engine;
 
 std::string LoadAverage() {
   std::ifstream in("/proc/loadavg");

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "common/error_code.h"
-#include "worker/backend.h"
+#include "engine/backend.h"
 
 namespace ember::testing {
 
-class FakeBackend : public worker::Backend {
+class FakeBackend : public engine::Backend {
  public:
   explicit FakeBackend(float tag = 1, std::int64_t dim = 4) : tag_(tag), dim_(dim) {}
 

@@ -71,26 +71,26 @@ class ScriptedRouter {
   }
 
   // A CONTROL op; the result, or a failed one when no answer came.
-  protocol::ControlResult Control(const std::string& op, const std::string& model,
+  protocol::ControlResult Control(protocol::ControlOp op, const std::string& model,
                                   std::uint32_t version,
                                   std::chrono::milliseconds limit = std::chrono::seconds(10)) {
     protocol::ControlRequest control{.op = op, .model = model, .version = version};
     const auto answer = Call(protocol::Command::kControl, protocol::Encode(control), limit);
-    protocol::ControlResult result{.code = "NO_ANSWER"};
+    protocol::ControlResult result{.code = ErrorCode::kTimeout, .message = "no answer"};
     std::string error;
     if (answer && answer->command == protocol::Command::kReply) {
       EXPECT_TRUE(protocol::Decode(answer->body, &result, &error)) << error;
     } else if (answer) {
       protocol::ErrorBody body;
       EXPECT_TRUE(protocol::Decode(answer->body, &body, &error)) << error;
-      result.code = std::string(ErrorCodeName(body.code));
+      result.code = body.code;
       result.message = body.message;
     }
     return result;
   }
 
   // Sends CONTROL without waiting; its answer is collected by later waits (or AwaitAnswer).
-  std::uint64_t SendControl(const std::string& op, const std::string& model,
+  std::uint64_t SendControl(protocol::ControlOp op, const std::string& model,
                             std::uint32_t version) {
     const std::uint64_t id = next_id_++;
     protocol::ControlRequest control{.op = op, .model = model, .version = version};

@@ -1,0 +1,46 @@
+// The seam between the worker and a model runtime. A Backend turns text into
+// token ids and batches of token ids into vectors; everything about tensors,
+// devices and vocabularies lives behind it, so the worker's socket and
+// batching code never sees LibTorch. engine/backend_factory.h opens one.
+//
+// Tokenize and Embed are separate so that the batcher knows each text's
+// length before it forms a batch, and so that tokenizing the next batch
+// overlaps running the current one.
+#ifndef EMBER_ENGINE_BACKEND_H_
+#define EMBER_ENGINE_BACKEND_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace ember::engine {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Length of each output vector.
+  virtual std::int64_t dim() const = 0;
+
+  // Bytes of weights and buffers the model holds (on its device), for
+  // operators deciding what fits; 0 if unknown.
+  virtual std::uint64_t memory_bytes() const { return 0; }
+
+  // The cost hint for batching (as TEI's is_padded): whether a batch costs its longest
+  // sequence times its size (padded, true) or only the sum of its sequences' lengths (a
+  // backend that packs them, false). The batcher budgets tokens accordingly.
+  virtual bool pads() const { return true; }
+
+  // Token ids of one text, ready for Embed. `truncate` false makes an
+  // over-long text an error. Throws ember::Error (BAD_REQUEST, TOO_LONG).
+  // Thread-safe, and may run while another thread is in Embed.
+  virtual std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const = 0;
+
+  // Embeds sequences from Tokenize as one batch: row-major float32
+  // [ids.size() x dim()]. Called from one thread at a time.
+  virtual std::vector<float> Embed(const std::vector<std::vector<std::int32_t>>& ids) = 0;
+};
+
+}  // namespace ember::engine
+
+#endif  // EMBER_ENGINE_BACKEND_H_

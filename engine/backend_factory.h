@@ -1,0 +1,37 @@
+// Opens a model version as a Backend: picks the runtime for the path (a HuggingFace /
+// sentence-transformers folder with config.json gets the bert backend, a TorchScript file or a
+// folder holding model.pt the torchscript one) and hands it the version's own parameters.
+// The worker's serving code calls only this (and WarmUp); which runtimes exist, and what
+// their parameters mean, stays in engine/.
+#ifndef EMBER_ENGINE_BACKEND_FACTORY_H_
+#define EMBER_ENGINE_BACKEND_FACTORY_H_
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "engine/backend.h"
+#include "engine/backend_params.h"
+
+namespace ember::engine {
+
+struct BackendOptions {
+  std::string device = "cpu";    // "cpu" or "cuda:N"
+  int threads = 0;               // intra-op threads; 0 leaves the runtime's setting
+  std::string backend = "auto";  // "auto", "bert" or "torchscript"
+  // The runtime's own settings (bert: engine/bert/bert_backend.h; torchscript: precision,
+  // which must be fp32). Unknown keys fail the load.
+  BackendParams params{};
+};
+
+// Throws ember::Error (BAD_REQUEST) for a bad parameter, std::runtime_error naming the path
+// when nothing loadable is there.
+std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path, BackendOptions options);
+
+// Runs one short text through `backend` so the first request does not pay for lazy
+// initialisation (allocator pools, oneDNN primitives, JIT).
+void WarmUp(Backend& backend);
+
+}  // namespace ember::engine
+
+#endif  // EMBER_ENGINE_BACKEND_FACTORY_H_

@@ -1,0 +1,123 @@
+#include "engine/bert/bert_backend.h"
+
+#include <stdexcept>
+
+#include "common/error_code.h"
+#include "engine/tokenizer/wordpiece_tokenizer.h"
+
+namespace ember::engine {
+namespace {
+
+class BertBackend final : public Backend {
+ public:
+  BertBackend(WordPieceTokenizer tokenizer, std::unique_ptr<BertModel> model,
+              std::size_t max_length)
+      : tokenizer_(std::move(tokenizer)), model_(std::move(model)), max_length_(max_length) {}
+
+  std::int64_t dim() const override { return model_->dim(); }
+  std::uint64_t memory_bytes() const override { return model_->memory_bytes(); }
+  // The fused CPU encoder packs a batch's sequences back to back: padding costs nothing there.
+  bool pads() const override { return !model_->packs(); }
+
+  // The tokenizer's own limit may exceed the model's (512 vs a
+  // sentence-transformers max_seq_length of 256): cut to the model's, keeping
+  // [SEP] last, exactly as truncating to it in the tokenizer would.
+  std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
+    std::vector<std::int32_t> ids;
+    try {
+      ids = tokenizer_.Encode(text, truncate).ids;
+    } catch (const TokenizerError& e) {
+      const ErrorCode code =
+          e.code() == TokenizerErrorCode::kTooLong ? ErrorCode::kTooLong : ErrorCode::kBadRequest;
+      throw Error(code, e.what());
+    }
+    if (ids.size() > max_length_) {
+      if (!truncate) {
+        throw Error(ErrorCode::kTooLong, "text has " + std::to_string(ids.size()) +
+                                             " tokens; the model takes at most " +
+                                             std::to_string(max_length_));
+      }
+      const std::int32_t sep = ids.back();
+      ids.resize(max_length_ - 1);
+      ids.push_back(sep);
+    }
+    return ids;
+  }
+
+  std::vector<float> Embed(const std::vector<std::vector<std::int32_t>>& ids) override {
+    return model_->Embed(ids);
+  }
+
+ private:
+  WordPieceTokenizer tokenizer_;
+  std::unique_ptr<BertModel> model_;
+  std::size_t max_length_;
+};
+
+}  // namespace
+
+BertLoad ParseBertParams(BackendParams params, std::string device, int threads) {
+  BertLoad load;
+  load.model.device = std::move(device);
+  load.model.threads = threads;
+  if (const auto pooling = params.TakeString("pooling")) {
+    if (*pooling == "mean") {
+      load.model.pooling = Pooling::kMean;
+    } else if (*pooling == "cls") {
+      load.model.pooling = Pooling::kCls;
+    } else if (*pooling != "auto") {
+      throw Error(ErrorCode::kBadRequest,
+                  "pooling = \"" + *pooling + "\": expected auto, mean or cls");
+    }
+  }
+  if (const auto normalize = params.TakeBool("normalize")) load.model.normalize = *normalize;
+  if (const auto n = params.TakeInt("max-length", 2, 1'000'000)) {
+    load.max_length = static_cast<std::size_t>(*n);
+  }
+  if (const auto precision = params.TakeString("precision")) {
+    const auto parsed = ParsePrecision(*precision);
+    if (!parsed) {
+      throw Error(ErrorCode::kBadRequest,
+                  "precision = \"" + *precision + "\": expected fp32, bf16, fp16 or int8");
+    }
+    // Whether the device can run it is the load's to say (BertModel::Load names the reason).
+    load.model.precision = *parsed;
+  }
+  if (const auto rule = params.TakeString("lowercase")) {
+    if (*rule == "per-word") {
+      load.lowercase = LowercaseRule::kPerWord;
+    } else if (*rule != "per-character") {
+      throw Error(ErrorCode::kBadRequest,
+                  "lowercase = \"" + *rule + "\": expected per-character or per-word");
+    }
+  }
+  params.RejectUnused("bert", kBertParams);
+  return load;
+}
+
+std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir, const BertLoad& load) {
+  auto model = BertModel::Load(dir, load.model);
+  WordPieceTokenizer tokenizer = [&] {
+    try {
+      return WordPieceTokenizer::FromDirectory(dir).WithLowercaseRule(load.lowercase);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("model '" + dir.string() + "': tokenizer: " + e.what());
+    }
+  }();
+  std::size_t max_length = load.max_length;
+  if (tokenizer.vocab_size() > static_cast<std::size_t>(model->vocab_size())) {
+    throw std::runtime_error("model '" + dir.string() + "': tokenizer has " +
+                             std::to_string(tokenizer.vocab_size()) + " tokens but the model " +
+                             std::to_string(model->vocab_size()));
+  }
+  // At least [CLS] and [SEP]; never above what the model accepts.
+  const auto model_max = static_cast<std::size_t>(model->max_length());
+  if (max_length == 0 || max_length > model_max) max_length = model_max;
+  if (max_length < 2) {
+    throw std::runtime_error("model '" + dir.string() + "': max length " +
+                             std::to_string(max_length) + " leaves no room for text");
+  }
+  return std::make_unique<BertBackend>(std::move(tokenizer), std::move(model), max_length);
+}
+
+}  // namespace ember::engine

@@ -1,0 +1,39 @@
+// A Backend for BERT-family text encoders in HuggingFace / sentence-transformers folders: the
+// WordPiece tokenizer (vocab.txt or tokenizer.json) feeding the LibTorch BertModel. Free of
+// LibTorch includes.
+#ifndef EMBER_ENGINE_BERT_BERT_BACKEND_H_
+#define EMBER_ENGINE_BERT_BERT_BACKEND_H_
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "engine/backend.h"
+#include "engine/backend_params.h"
+#include "engine/bert/bert_model.h"
+#include "engine/tokenizer/wordpiece_tokenizer.h"
+
+namespace ember::engine {
+
+struct BertLoad {
+  BertOptions model;
+  std::size_t max_length = 0;  // > 0: caps tokens per text below the model's own limit
+  LowercaseRule lowercase = LowercaseRule::kPerCharacter;  // for uncased tokenizers
+};
+
+// The bert backend's parameters (a model version's config.toml, docs/models.md):
+//   pooling = "auto" | "mean" | "cls"      normalize = true | false
+//   max-length = N (2..1000000)            precision = "fp32" | "bf16" | "fp16" | "int8"
+//   lowercase = "per-character" | "per-word"
+// Throws ember::Error (BAD_REQUEST) for a bad value or an unknown key.
+inline constexpr char kBertParams[] = "pooling, normalize, max-length, precision, lowercase";
+BertLoad ParseBertParams(BackendParams params, std::string device, int threads);
+
+// Loads `dir` (config.json, model.safetensors, vocab.txt or tokenizer.json, optional
+// sentence-transformers files). Throws std::runtime_error naming what is missing or wrong.
+std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir, const BertLoad& load);
+
+}  // namespace ember::engine
+
+#endif  // EMBER_ENGINE_BERT_BERT_BACKEND_H_

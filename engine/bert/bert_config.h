@@ -1,0 +1,38 @@
+// What a BERT folder says about its model, read before any weight: config.json (the
+// architecture) and the sentence-transformers files beside it (modules.json, the pooling
+// config, max_seq_length). Plain JSON, no LibTorch. Errors throw std::runtime_error naming the
+// file and the key.
+#ifndef EMBER_ENGINE_BERT_BERT_CONFIG_H_
+#define EMBER_ENGINE_BERT_BERT_CONFIG_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "engine/bert/bert_model.h"
+#include "engine/bert/cpu/cpu_kernels.h"
+
+namespace ember::engine {
+
+// config.json (HuggingFace BertConfig) as far as ember uses it.
+struct BertConfig {
+  int64_t hidden = 0, layers = 0, heads = 0, intermediate = 0, vocab = 0, max_pos = 0;
+  int64_t type_vocab = 2;
+  double eps = 1e-12;
+  Activation act = Activation::kGeluErf;
+};
+BertConfig ParseBertConfig(const std::filesystem::path& file);
+
+// What the sentence-transformers files say, if present.
+struct SentenceTransformersConfig {
+  std::filesystem::path transformer_dir;  // where config.json and the weights are
+  std::optional<Pooling> pooling;
+  std::string pooling_problem;  // non-empty if the folder asks for an unsupported pooling
+  std::optional<int64_t> max_seq_length;
+};
+SentenceTransformersConfig ParseSentenceTransformers(const std::filesystem::path& dir);
+
+}  // namespace ember::engine
+
+#endif  // EMBER_ENGINE_BERT_BERT_CONFIG_H_

@@ -1,0 +1,427 @@
+#include "engine/tokenizer/wordpiece_tokenizer.h"
+
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <unordered_map>
+#include <utility>
+
+#include "engine/tokenizer/unicode_text.h"
+#include "engine/tokenizer/wordpiece_spec.h"
+
+namespace ember::engine {
+namespace {
+
+using namespace unicode;  // NOLINT: this file is the one user of the internal helpers
+
+// ---------------------------------------------------------------------------------------------
+// Vocabulary lookup: heterogeneous lookup on string_view, so no key strings are built.
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+const char* TokenizerErrorCodeName(TokenizerErrorCode code) {
+  switch (code) {
+    case TokenizerErrorCode::kBadUtf8:
+      return "kBadUtf8";
+    case TokenizerErrorCode::kTooLong:
+      return "kTooLong";
+    case TokenizerErrorCode::kIo:
+      return "kIo";
+    case TokenizerErrorCode::kBadConfig:
+      return "kBadConfig";
+  }
+  return "unknown";
+}
+
+TokenizerError::TokenizerError(TokenizerErrorCode code, const std::string& message)
+    : std::runtime_error(message), code_(code) {}
+
+struct WordPieceTokenizer::Impl {
+  explicit Impl(WordPieceSpec spec);
+
+  class Sink;  // Per-call output and scratch buffers (Impl itself is immutable).
+  void EncodeFragment(std::string_view fragment, Sink& sink) const;
+  void EncodeWord(std::string_view word, bool ascii, Sink& sink) const;
+  void EncodeWordPiece(std::string_view token, Sink& sink) const;
+  std::optional<int32_t> MatchSpecial(std::string_view text, size_t pos, size_t* len) const;
+
+  TokenizerOptions options;
+  bool strip_accents;
+  std::vector<std::string> tokens;
+  TokenMap word_start;    // Every token, as written (a word's first piece is looked up here).
+  TokenMap continuation;  // Tokens with the continuation prefix, stored without it.
+  size_t max_word_start_bytes = 0;
+  size_t max_continuation_bytes = 0;
+  size_t max_input_chars_per_word;
+  int32_t unk_id, cls_id, sep_id, pad_id;
+  // Special tokens: matched verbatim in the raw text, and kept whole when a whitespace-delimited
+  // word equals one after normalization (HF never_split).
+  std::vector<std::pair<std::string, int32_t>> specials;
+  std::array<bool, 256> special_first_byte{};
+};
+
+// Collects ids and enforces max_length. Word pieces are buffered per word because a word that
+// fails to segment turns into a single [UNK].
+class WordPieceTokenizer::Impl::Sink {
+ public:
+  Sink(size_t budget, bool truncate, size_t max_length)
+      : budget_(budget), truncate_(truncate), max_length_(max_length) {}
+
+  bool full() const { return full_; }
+
+  void Push(int32_t id) {
+    if (full_) return;
+    if (ids.size() - 1 >= budget_) {  // ids[0] is [CLS].
+      if (!truncate_) {
+        throw TokenizerError(TokenizerErrorCode::kTooLong,
+                             "text needs more than max_length=" + std::to_string(max_length_) +
+                                 " tokens and truncation is off");
+      }
+      full_ = true;
+      truncated = true;
+      return;
+    }
+    ids.push_back(id);
+  }
+
+  std::vector<int32_t> ids;
+  bool truncated = false;
+  // Scratch buffers, reused across words.
+  std::string word, raw, normalized;
+  std::vector<std::int32_t> cps;
+  std::vector<uint32_t> offsets;
+  std::vector<int32_t> pieces;
+
+ private:
+  size_t budget_;
+  bool truncate_;
+  size_t max_length_;
+  bool full_ = false;
+};
+
+WordPieceTokenizer::Impl::Impl(WordPieceSpec spec)
+    : options(spec.options),
+      strip_accents(spec.options.strip_accents.value_or(spec.options.lowercase)),
+      tokens(std::move(spec.tokens)),
+      max_input_chars_per_word(spec.max_input_chars_per_word) {
+  if (options.max_length < 2) BadConfig("max_length must be at least 2 ([CLS] and [SEP])");
+  if (tokens.empty()) BadConfig("empty vocabulary");
+  if (tokens.size() > static_cast<size_t>(INT32_MAX)) BadConfig("vocabulary too large");
+  if (spec.continuing_prefix.empty()) BadConfig("empty continuing_subword_prefix");
+
+  for (size_t id = 0; id < tokens.size(); ++id) {
+    const std::string& tok = tokens[id];
+    if (tok.empty()) continue;
+    try {
+      ValidateUtf8(tok);
+    } catch (const TokenizerError&) {
+      BadConfig("vocabulary token " + std::to_string(id) + " is not valid UTF-8");
+    }
+    // Like HF (a dict built in file order), a repeated token maps to its last id.
+    word_start.insert_or_assign(tok, static_cast<int32_t>(id));
+  }
+  for (const auto& [tok, id] : word_start) {
+    max_word_start_bytes = std::max(max_word_start_bytes, tok.size());
+    std::string_view t = tok;
+    if (t.starts_with(spec.continuing_prefix) && t.size() > spec.continuing_prefix.size()) {
+      t.remove_prefix(spec.continuing_prefix.size());
+      continuation.emplace(std::string(t), id);
+      max_continuation_bytes = std::max(max_continuation_bytes, t.size());
+    }
+  }
+  auto require = [&](const std::string& name, const char* role) {
+    auto it = word_start.find(name);
+    if (it == word_start.end())
+      BadConfig(std::string(role) + " token '" + name + "' not in vocabulary");
+    return it->second;
+  };
+  unk_id = require(spec.unk, "unknown");
+  cls_id = require(spec.cls, "classifier");
+  sep_id = require(spec.sep, "separator");
+  pad_id = require(spec.pad, "padding");
+
+  if (!options.split_special_tokens) {
+    for (const std::string& s : spec.specials) {
+      auto it = word_start.find(s);
+      if (s.empty() || it == word_start.end()) continue;  // HF only knows specials in the vocab.
+      specials.emplace_back(s, it->second);
+      special_first_byte[static_cast<unsigned char>(s[0])] = true;
+    }
+  }
+}
+
+std::optional<int32_t> WordPieceTokenizer::Impl::MatchSpecial(std::string_view text, size_t pos,
+                                                              size_t* len) const {
+  std::optional<int32_t> best;
+  size_t best_len = 0;
+  for (const auto& [s, id] : specials) {
+    if (s.size() > best_len && text.substr(pos, s.size()) == s) {
+      best = id;
+      best_len = s.size();
+    }
+  }
+  *len = best_len;
+  return best;
+}
+
+// BasicTokenizer on one fragment of text without special tokens: clean, split CJK, lowercase,
+// split on whitespace; every word then goes to EncodeWord().
+void WordPieceTokenizer::Impl::EncodeFragment(std::string_view text, Sink& sink) const {
+  std::string& word = sink.word;
+  word.clear();
+  bool ascii = true;
+  // Per word, lowercasing is Python's str.lower() of the whole word, which HF's BasicTokenizer
+  // applies only to words that are not special tokens as written: `raw` keeps the word as
+  // written to check that.
+  const bool per_word = options.lowercase && options.lowercase_rule == LowercaseRule::kPerWord;
+  FinalSigma sigma;
+  std::string& raw = sink.raw;
+  raw.clear();
+  auto flush = [&] {
+    if (per_word) {
+      sigma.End(word);
+      // As written means after cleaning and NFC (U+212A KELVIN SIGN is K by then).
+      std::string_view as_written = raw;
+      if (!ascii) {
+        Nfc(raw, sink.cps, sink.normalized);
+        as_written = sink.normalized;
+      }
+      for (const auto& [s, id] : specials) {
+        if (as_written == s) {
+          sink.Push(id);
+          word.clear();
+          break;
+        }
+      }
+      raw.clear();
+    }
+    if (!word.empty()) EncodeWord(word, ascii, sink);
+    word.clear();
+    ascii = true;
+  };
+  for (size_t i = 0; i < text.size() && !sink.full();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b < 0x80) {
+      ++i;
+      switch (kAsciiClass[b]) {
+        case CharClass::kDrop:
+          break;
+        case CharClass::kSpace:
+          flush();
+          break;
+        default:
+          if (per_word) {
+            raw.push_back(static_cast<char>(b));
+            sigma.See(b, word);
+          }
+          word.push_back(options.lowercase && b >= 'A' && b <= 'Z' ? static_cast<char>(b + 32)
+                                                                   : static_cast<char>(b));
+          break;
+      }
+      continue;
+    }
+    const size_t start = i;
+    const char32_t cp = DecodeValid(text, i);
+    switch (ClassifyNonAscii(cp, options.tokenize_chinese_chars)) {
+      case CharClass::kDrop:
+        break;
+      case CharClass::kSpace:
+        flush();
+        break;
+      case CharClass::kCjk:
+        flush();
+        word.assign(text.substr(start, i - start));
+        ascii = false;
+        flush();
+        break;
+      case CharClass::kOther:
+        if (per_word) {
+          raw.append(text.substr(start, i - start));
+          const bool candidate = sigma.See(cp, word);
+          AppendLower(word, cp);
+          if (candidate) sigma.Candidate(word.size() - 2);
+        } else if (options.lowercase) {
+          AppendLower(word, cp);
+        } else {
+          word.append(text.substr(start, i - start));
+        }
+        ascii = false;
+        break;
+    }
+  }
+  flush();
+}
+
+// One whitespace-delimited word, already lowercased if requested: normalize, keep special
+// tokens whole, split on punctuation, WordPiece each part.
+void WordPieceTokenizer::Impl::EncodeWord(std::string_view word, bool ascii, Sink& sink) const {
+  std::string_view norm = word;
+  if (!ascii) {
+    if (strip_accents) {
+      StripAccents(word, sink.cps, sink.normalized);
+    } else {
+      Nfc(word, sink.cps, sink.normalized);
+    }
+    norm = sink.normalized;
+  }
+
+  // HF never_split: a word that equals a special token after normalization stays whole. (HF
+  // checks before and after lowercasing/accent stripping; since `word` is already lowercased
+  // and specials contain no marks, the check after normalization covers both.)
+  for (const auto& [s, id] : specials) {
+    if (norm == s) {
+      sink.Push(id);
+      return;
+    }
+  }
+
+  // Split on punctuation: every punctuation character is a token of its own.
+  size_t run_start = 0;
+  for (size_t i = 0; i < norm.size();) {
+    const size_t start = i;
+    const auto b = static_cast<unsigned char>(norm[i]);
+    const bool punct = b < 0x80 ? (++i, IsAsciiPunct(b)) : IsPunctuation(DecodeValid(norm, i));
+    if (!punct) continue;
+    if (start > run_start) EncodeWordPiece(norm.substr(run_start, start - run_start), sink);
+    EncodeWordPiece(norm.substr(start, i - start), sink);
+    run_start = i;
+  }
+  if (run_start < norm.size()) EncodeWordPiece(norm.substr(run_start), sink);
+}
+
+// Greedy longest-match-first WordPiece on one punctuation-free token.
+void WordPieceTokenizer::Impl::EncodeWordPiece(std::string_view token, Sink& sink) const {
+  if (sink.full()) return;
+  // Code point boundaries: offsets[k] is the byte offset of the k-th code point.
+  std::vector<uint32_t>& off = sink.offsets;
+  off.clear();
+  for (size_t i = 0; i < token.size(); ++i) {
+    if ((static_cast<unsigned char>(token[i]) & 0xC0) != 0x80)
+      off.push_back(static_cast<uint32_t>(i));
+  }
+  const size_t n = off.size();
+  if (n > max_input_chars_per_word) {
+    sink.Push(unk_id);
+    return;
+  }
+  off.push_back(static_cast<uint32_t>(token.size()));
+
+  std::vector<int32_t>& pieces = sink.pieces;
+  pieces.clear();
+  size_t start = 0;
+  while (start < n) {
+    const TokenMap& map = start == 0 ? word_start : continuation;
+    const size_t max_bytes = start == 0 ? max_word_start_bytes : max_continuation_bytes;
+    size_t end = n;
+    while (end > start && off[end] - off[start] > max_bytes) --end;
+    int32_t found = -1;
+    for (; end > start; --end) {
+      auto it = map.find(token.substr(off[start], off[end] - off[start]));
+      if (it != map.end()) {
+        found = it->second;
+        break;
+      }
+    }
+    if (found < 0) {
+      sink.Push(unk_id);
+      return;
+    }
+    pieces.push_back(found);
+    start = end;
+  }
+  for (int32_t id : pieces) sink.Push(id);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+WordPieceTokenizer::WordPieceTokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+Encoding WordPieceTokenizer::Encode(std::string_view text, bool truncate) const {
+  const Impl& impl = *impl_;
+  ValidateUtf8(text);
+
+  Impl::Sink sink(impl.options.max_length - 2, truncate, impl.options.max_length);
+  sink.ids.reserve(std::min(impl.options.max_length, text.size() / 4 + 16));
+  sink.ids.push_back(impl.cls_id);
+
+  size_t fragment_start = 0;
+  if (!impl.specials.empty()) {
+    for (size_t i = 0; i < text.size() && !sink.full();) {
+      size_t len = 0;
+      std::optional<int32_t> special;
+      if (impl.special_first_byte[static_cast<unsigned char>(text[i])]) {
+        special = impl.MatchSpecial(text, i, &len);
+      }
+      if (!special) {
+        ++i;
+        continue;
+      }
+      impl.EncodeFragment(text.substr(fragment_start, i - fragment_start), sink);
+      sink.Push(*special);
+      i += len;
+      fragment_start = i;
+    }
+  }
+  if (!sink.full()) impl.EncodeFragment(text.substr(fragment_start), sink);
+
+  sink.ids.push_back(impl.sep_id);
+  return Encoding{std::move(sink.ids), sink.truncated};
+}
+
+size_t WordPieceTokenizer::vocab_size() const { return impl_->tokens.size(); }
+int32_t WordPieceTokenizer::pad_id() const { return impl_->pad_id; }
+int32_t WordPieceTokenizer::unk_id() const { return impl_->unk_id; }
+int32_t WordPieceTokenizer::cls_id() const { return impl_->cls_id; }
+int32_t WordPieceTokenizer::sep_id() const { return impl_->sep_id; }
+const TokenizerOptions& WordPieceTokenizer::options() const { return impl_->options; }
+
+std::optional<int32_t> WordPieceTokenizer::TokenToId(std::string_view token) const {
+  auto it = impl_->word_start.find(token);
+  if (it == impl_->word_start.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string_view WordPieceTokenizer::IdToToken(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= impl_->tokens.size()) return {};
+  return impl_->tokens[static_cast<size_t>(id)];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loaders.
+
+WordPieceTokenizer WordPieceTokenizer::FromTokens(std::vector<std::string> tokens,
+                                                  const TokenizerOptions& options) {
+  WordPieceSpec spec;
+  spec.tokens = std::move(tokens);
+  spec.options = options;
+  return FromSpec(std::move(spec));
+}
+
+WordPieceTokenizer WordPieceTokenizer::FromSpec(WordPieceSpec spec) {
+  return WordPieceTokenizer(std::make_shared<const Impl>(std::move(spec)));
+}
+
+WordPieceTokenizer WordPieceTokenizer::WithMaxLength(size_t max_length) const {
+  auto impl = std::make_shared<Impl>(*impl_);
+  impl->options.max_length = max_length;
+  return WordPieceTokenizer(std::move(impl));
+}
+
+WordPieceTokenizer WordPieceTokenizer::WithLowercaseRule(LowercaseRule rule) const {
+  if (impl_->options.lowercase_rule == rule) return *this;
+  auto impl = std::make_shared<Impl>(*impl_);
+  impl->options.lowercase_rule = rule;
+  return WordPieceTokenizer(std::move(impl));
+}
+
+}  // namespace ember::engine

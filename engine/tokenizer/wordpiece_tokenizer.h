@@ -1,0 +1,148 @@
+// BERT WordPiece tokenizer (HuggingFace BertTokenizer semantics), for the ember worker.
+//
+// Turns one UTF-8 text into BERT input ids: [CLS] word pieces... [SEP].
+//
+// Semantics follow the pure-Python HuggingFace `BertTokenizer` (transformers 4.3x), which is
+// also what scripts/reference_tokenizer.py implements and tests/wordpiece_tokenizer_test.cpp
+// checks against id-for-id:
+//   * special tokens ([CLS], [SEP], [MASK], ...) written verbatim in the text are kept as
+//     single tokens (HF default; see TokenizerOptions::split_special_tokens);
+//   * clean text: U+0000, U+FFFD and every general category C* character except \t \n \r are
+//     dropped; Unicode space separators (Zs, \t \n \r, U+2028, U+2029) separate words;
+//   * every CJK ideograph becomes its own word;
+//   * optional lowercasing with the full Unicode mapping (U+0130 -> "i\u0307"), one character
+//     at a time as HF transformers and tokenizers do (so "ΣΑΣ" -> "σασ"), or per word with
+//     Python str.lower()'s Final_Sigma rule ("ΣΑΣ" -> "σας"; TokenizerOptions::lowercase_rule);
+//   * optional accent stripping (NFD, then drop Mn), otherwise NFC;
+//   * split on punctuation (ASCII non-alphanumerics plus Unicode P*);
+//   * greedy longest-match-first WordPiece with a "##" continuation prefix; [UNK] for words
+//     with no segmentation and for words longer than 100 code points.
+//
+// Invalid UTF-8 is rejected with TokenizerError{kBadUtf8}; the tokenizer never guesses.
+//
+// Thread safety: a WordPieceTokenizer is immutable after construction. Encode() is const and
+// may be called concurrently from any number of threads. Copies are cheap (shared state).
+//
+// Unicode tables come from libutf8proc; the version it was built with (see
+// utf8proc_unicode_version()) decides the category of code points that were unassigned in
+// older Unicode versions. For all code points assigned in both, results are identical.
+
+#ifndef EMBER_ENGINE_WORDPIECE_TOKENIZER_H_
+#define EMBER_ENGINE_WORDPIECE_TOKENIZER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ember::engine {
+
+enum class TokenizerErrorCode {
+  kBadUtf8,    // Encode(): input is not well-formed UTF-8.
+  kTooLong,    // Encode(truncate=false): more than max_length ids would be produced.
+  kIo,         // A vocabulary / config file could not be read.
+  kBadConfig,  // Vocabulary or config is malformed or asks for something unsupported.
+};
+
+// Returns a stable name such as "kBadUtf8", for logs and error replies.
+const char* TokenizerErrorCodeName(TokenizerErrorCode code);
+
+class TokenizerError : public std::runtime_error {
+ public:
+  TokenizerError(TokenizerErrorCode code, const std::string& message);
+  TokenizerErrorCode code() const noexcept { return code_; }
+
+ private:
+  TokenizerErrorCode code_;
+};
+
+// How lowercasing treats the one context-dependent rule of Unicode's full lowercase mapping,
+// Final_Sigma (capital sigma at the end of a word becomes "ς", elsewhere "σ").
+enum class LowercaseRule {
+  // Each character on its own, as HF transformers (BertTokenizer's per-character pre-pass)
+  // and HF tokenizers (BertNormalizer: Rust char::to_lowercase) do: "ΣΑΣ" -> "σασ". This is
+  // what a model's own tokenizer.json produces, so it is the default.
+  kPerCharacter,
+  // Python str.lower() on each whitespace-separated word, as Google's original BERT
+  // BasicTokenizer does under Python 3: Final_Sigma applies, "ΣΑΣ" -> "σας".
+  kPerWord,
+};
+
+struct TokenizerOptions {
+  // Lowercase the text (bert-base-uncased: true, bert-base-cased: false).
+  bool lowercase = true;
+  LowercaseRule lowercase_rule = LowercaseRule::kPerCharacter;
+  // Strip accents (NFD, drop Mn). Unset means "same as lowercase", like HF.
+  std::optional<bool> strip_accents;
+  // Put every CJK ideograph in its own word.
+  bool tokenize_chinese_chars = true;
+  // Maximum number of ids, including [CLS] and [SEP]. Must be >= 2.
+  size_t max_length = 512;
+  // HF `split_special_tokens`: when false (HF default), "[SEP]" typed in the text becomes the
+  // [SEP] id; when true it is tokenized as ordinary text ("[", "sep", "]").
+  bool split_special_tokens = false;
+};
+
+struct Encoding {
+  std::vector<int32_t> ids;  // [CLS] ... [SEP]
+  bool truncated = false;    // Word pieces were dropped to fit max_length.
+};
+
+struct WordPieceSpec;
+
+class WordPieceTokenizer {
+ public:
+  // vocab.txt: one token per line, line number = id. Requires [UNK], [CLS], [SEP], [PAD].
+  static WordPieceTokenizer FromVocabFile(const std::filesystem::path& vocab_txt,
+                                          const TokenizerOptions& options = {});
+
+  // HF tokenizer.json with model.type "WordPiece", a BertNormalizer, a BertPreTokenizer and a
+  // BertProcessing/TemplateProcessing post-processor. Anything else is rejected (kBadConfig)
+  // rather than silently tokenized differently. max_length comes from "truncation" (or 512).
+  static WordPieceTokenizer FromTokenizerJson(const std::filesystem::path& tokenizer_json);
+
+  // A HF model directory: tokenizer.json if present, else vocab.txt with the options from
+  // tokenizer_config.json (do_lower_case, strip_accents, tokenize_chinese_chars,
+  // model_max_length) when that file exists.
+  static WordPieceTokenizer FromDirectory(const std::filesystem::path& dir);
+
+  // This tokenizer with another lowercasing rule (a model's configuration may ask for
+  // Python's per-word rule, which no HF tokenizer file can express).
+  WordPieceTokenizer WithLowercaseRule(LowercaseRule rule) const;
+
+  // Same as FromVocabFile, from in-memory tokens (index = id).
+  static WordPieceTokenizer FromTokens(std::vector<std::string> tokens,
+                                       const TokenizerOptions& options = {});
+
+  // Tokenizes `text` into [CLS] pieces... [SEP]. If more than max_length ids would result,
+  // keeps the first max_length-2 pieces when `truncate`, else throws kTooLong.
+  // Throws kBadUtf8 for malformed UTF-8 (even when the bad bytes lie past the cut).
+  Encoding Encode(std::string_view text, bool truncate) const;
+
+  size_t vocab_size() const;  // Number of ids (= lines of vocab.txt).
+  int32_t pad_id() const;
+  int32_t unk_id() const;
+  int32_t cls_id() const;
+  int32_t sep_id() const;
+  const TokenizerOptions& options() const;
+
+  std::optional<int32_t> TokenToId(std::string_view token) const;
+  std::string_view IdToToken(int32_t id) const;  // Empty for unknown ids.
+
+ private:
+  struct Impl;
+  explicit WordPieceTokenizer(std::shared_ptr<const Impl> impl);
+  static WordPieceTokenizer FromSpec(WordPieceSpec spec);  // engine/tokenizer/wordpiece_spec.h
+  WordPieceTokenizer WithMaxLength(size_t max_length) const;
+
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace ember::engine
+
+#endif  // EMBER_ENGINE_WORDPIECE_TOKENIZER_H_

@@ -1,0 +1,38 @@
+// A Backend for TorchScript text-embedding modules (see docs/models.md).
+//
+// The module provides
+//   forward(input_ids: Tensor, attention_mask: Tensor) -> Tensor
+// returning [batch, dim] vectors, or [batch, tokens, dim] states (then
+// mean-pooled over the mask and L2-normalized), or a tuple whose first element
+// is either (as traced HuggingFace models return). Text becomes ids either by
+// the module's own
+//   tokenize(texts: List[str]) -> Tuple[Tensor, Tensor]   # input_ids, attention_mask
+// or, when it has none, by the WordPiece tokenizer whose vocab.txt or
+// tokenizer.json lies beside the .pt file.
+//
+// This header is deliberately free of LibTorch includes.
+#ifndef EMBER_ENGINE_TORCHSCRIPT_BACKEND_H_
+#define EMBER_ENGINE_TORCHSCRIPT_BACKEND_H_
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "engine/backend.h"
+
+namespace ember::engine {
+
+struct TorchOptions {
+  std::string device = "cpu";  // "cpu" or "cuda:N"
+  int threads = 0;             // intra-op threads of the thread that runs it; 0: leave
+};
+
+// Loads and warms up a TorchScript module. Throws std::runtime_error with a
+// message naming the file on any failure (missing, corrupt, wrong methods,
+// device unavailable).
+std::unique_ptr<Backend> LoadTorchScriptBackend(const std::filesystem::path& path,
+                                                const TorchOptions& options);
+
+}  // namespace ember::engine
+
+#endif  // EMBER_ENGINE_TORCHSCRIPT_BACKEND_H_

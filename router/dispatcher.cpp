@@ -1,0 +1,132 @@
+#include "router/dispatcher.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace ember::router {
+
+std::string UnknownModelMessage(const std::string& model, std::uint32_t version) {
+  std::string what = "no worker serves model '" + model + "'";
+  if (version != 0) what += " version " + std::to_string(version);
+  return what;
+}
+
+Dispatcher::Dispatcher(const RouterOptions& options, WorkerRegistry& workers,
+                       RequestTable& requests, Transport& transport,
+                       std::function<void(const std::string&)> unreachable)
+    : options_(options),
+      workers_(workers),
+      requests_(requests),
+      transport_(transport),
+      unreachable_(std::move(unreachable)) {}
+
+Dispatcher::ModelQueue& Dispatcher::QueueFor(const std::string& model) {
+  ModelQueue& q = queues_[model];
+  if (!q.policy) q.policy = MakePolicy(options_.ForModel(model).policy);
+  return q;
+}
+
+Dispatcher::Outcome Dispatcher::Dispatch(std::uint64_t id, Clock::time_point now) {
+  for (;;) {
+    // Looked up again on every try: dropping an unreachable worker may re-dispatch (and so
+    // re-hash) other requests.
+    PendingRequest* p = requests_.Find(id);
+    if (p == nullptr) return Outcome::kFailed;
+    ModelQueue& queue = QueueFor(p->model);
+    if (p->attempts >= options_.max_attempts) {
+      requests_.Fail(id, ErrorCode::kUnavailable,
+                     "request failed on " + std::to_string(p->attempts) + " workers", now);
+      return Outcome::kFailed;
+    }
+    std::vector<WorkerState*> candidates;
+    if (const auto version = workers_.Resolve(p->model, p->version)) {
+      candidates = workers_.Candidates(p->model, *version);
+    }
+    std::erase_if(candidates, [](const WorkerState* w) { return !w->HasCredit(); });
+    if (candidates.empty()) {
+      // Every worker is busy (or none is up right now): wait in the model's queue, bounded,
+      // until credit frees up or the deadline passes.
+      const std::size_t limit = options_.ForModel(p->model).max_queue;
+      if (queue.ids.size() >= limit) {
+        std::erase_if(queue.ids, [this](std::uint64_t q) { return !requests_.Contains(q); });
+      }
+      if (queue.ids.size() >= limit) {
+        requests_.Fail(id, ErrorCode::kOverloaded,
+                       "queue for model '" + p->model + "' is full (" + std::to_string(limit) +
+                           " requests waiting); retry later",
+                       now);
+        return Outcome::kFailed;
+      }
+      queue.ids.push_back(id);
+      spdlog::debug("request {} for {} queued ({} waiting)", id, p->model, queue.ids.size());
+      return Outcome::kQueued;
+    }
+    WorkerState* worker = queue.policy->Choose(p->model, candidates, now);
+    ++p->attempts;
+    if (transport_.ToWorker(worker->id, protocol::Command::kRequest, id, p->body)) {
+      p->worker = worker->id;
+      p->sent_at = now;
+      worker->in_flight.insert(id);
+      spdlog::debug("request {} for {} sent to '{}' ({} in flight there)", id, p->model, worker->id,
+                    worker->in_flight.size());
+      return Outcome::kSent;
+    }
+    // The worker vanished (or its queue is full): take it out and try another.
+    const std::string gone = worker->id;
+    unreachable_(gone);
+  }
+}
+
+void Dispatcher::DrainQueue(const std::string& model, Clock::time_point now) {
+  auto it = queues_.find(model);
+  if (it == queues_.end()) return;
+  std::deque<std::uint64_t>& ids = it->second.ids;
+  while (!ids.empty()) {
+    const std::uint64_t id = ids.front();
+    ids.pop_front();
+    if (!requests_.Contains(id)) continue;  // answered (timed out) while queued
+    // Queued again means no worker had credit after all: back to the front, to keep FIFO
+    // order, and stop.
+    if (Dispatch(id, now) == Outcome::kQueued) {
+      if (!ids.empty() && ids.back() == id) ids.pop_back();
+      ids.push_front(id);
+      return;
+    }
+  }
+}
+
+void Dispatcher::DrainQueues(std::vector<protocol::ModelInfo> models, Clock::time_point now) {
+  for (const auto& m : models) DrainQueue(m.name, now);
+}
+
+void Dispatcher::Redispatch(const std::vector<std::uint64_t>& ids, Clock::time_point now) {
+  for (std::uint64_t id : ids) {
+    PendingRequest* p = requests_.Find(id);
+    if (p == nullptr) continue;
+    p->worker.clear();
+    Dispatch(id, now);
+  }
+}
+
+void Dispatcher::FailQueued(const std::function<bool(const std::string&, std::uint32_t)>& known,
+                            Clock::time_point now) {
+  for (auto& [model, queue] : queues_) {
+    for (std::uint64_t id : queue.ids) {
+      const PendingRequest* p = requests_.Find(id);
+      if (p == nullptr || known(model, p->version)) continue;
+      requests_.Fail(id, ErrorCode::kUnknownModel, UnknownModelMessage(model, p->version), now);
+    }
+  }
+}
+
+std::map<std::string, std::size_t> Dispatcher::QueueDepths() const {
+  std::map<std::string, std::size_t> depths;
+  for (const auto& [name, q] : queues_) {
+    depths[name] = static_cast<std::size_t>(std::count_if(
+        q.ids.begin(), q.ids.end(), [this](std::uint64_t id) { return requests_.Contains(id); }));
+  }
+  return depths;
+}
+
+}  // namespace ember::router

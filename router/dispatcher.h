@@ -1,0 +1,73 @@
+// Sends accepted requests to workers: picks one that serves the model and has credit (by the
+// model's balancing Policy), or queues the request in its model's bounded queue until credit
+// frees up, or fails it with a typed error (OVERLOADED when the queue is full, UNAVAILABLE
+// after max_attempts workers failed it). Owned by the router thread; requests live in the
+// RequestTable, workers in the WorkerRegistry, and bytes go out through the Transport.
+#ifndef EMBER_ROUTER_DISPATCHER_H_
+#define EMBER_ROUTER_DISPATCHER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/messages.h"
+#include "router/policy.h"
+#include "router/request_table.h"
+#include "router/router_options.h"
+#include "router/transport.h"
+#include "router/worker_registry.h"
+
+namespace ember::router {
+
+class Dispatcher {
+ public:
+  enum class Outcome { kSent, kQueued, kFailed };
+
+  // `unreachable(worker)` is called when a send to `worker` fails: the router drops it
+  // (and re-dispatches what it had) before Dispatch tries the next worker.
+  Dispatcher(const RouterOptions& options, WorkerRegistry& workers, RequestTable& requests,
+             Transport& transport, std::function<void(const std::string&)> unreachable);
+
+  // Sends request `id` to a worker, queues it, or fails it (and then forgets it).
+  Outcome Dispatch(std::uint64_t id, Clock::time_point now);
+  // Sends queued requests of `model` while workers have credit, oldest first.
+  void DrainQueue(const std::string& model, Clock::time_point now);
+  // Drains the queues of each model in `models` (by value: draining may drop the worker
+  // they came from).
+  void DrainQueues(std::vector<protocol::ModelInfo> models, Clock::time_point now);
+  // Sends again requests whose worker is gone (embedding is idempotent).
+  void Redispatch(const std::vector<std::uint64_t>& ids, Clock::time_point now);
+  // Fails the queued requests for which `known(model, version)` is false with UNKNOWN_MODEL.
+  void FailQueued(const std::function<bool(const std::string&, std::uint32_t)>& known,
+                  Clock::time_point now);
+
+  // Requests waiting per model (answered ones are not counted).
+  std::map<std::string, std::size_t> QueueDepths() const;
+
+ private:
+  // Requests of one model waiting for a worker with credit, oldest first.
+  struct ModelQueue {
+    std::deque<std::uint64_t> ids;  // may hold ids already answered (skipped)
+    std::unique_ptr<Policy> policy;
+  };
+  ModelQueue& QueueFor(const std::string& model);
+
+  const RouterOptions& options_;
+  WorkerRegistry& workers_;
+  RequestTable& requests_;
+  Transport& transport_;
+  const std::function<void(const std::string&)> unreachable_;
+  std::unordered_map<std::string, ModelQueue> queues_;
+};
+
+// "no worker serves model 'm' version 2": the UNKNOWN_MODEL message for (model, version).
+std::string UnknownModelMessage(const std::string& model, std::uint32_t version);
+
+}  // namespace ember::router
+
+#endif  // EMBER_ROUTER_DISPATCHER_H_

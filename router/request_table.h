@@ -1,0 +1,107 @@
+// The router's accepted requests: who asked for what, where each one is, and when it must be
+// answered. Every request that enters the table leaves it exactly once, by Reply,
+// ForwardError or Fail, and each of those sends the client its one answer; leaving also
+// releases the worker credit the request held (the `release` hook). Owned by the router thread.
+#ifndef EMBER_ROUTER_REQUEST_TABLE_H_
+#define EMBER_ROUTER_REQUEST_TABLE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/error_code.h"
+#include "router/router_metrics.h"
+#include "router/transport.h"
+
+namespace ember::router {
+
+using Clock = std::chrono::steady_clock;
+
+struct PendingRequest {
+  std::string client{};  // routing id of the client
+  std::uint64_t client_request_id = 0;
+  std::string model{};
+  std::uint32_t version = 0;
+  std::string body{};    // the request body, kept for re-dispatch
+  std::string worker{};  // routing id of the worker it went to; empty while queued
+  Clock::time_point deadline{};
+  Clock::time_point sent_at{};      // of the current attempt, for latency
+  Clock::time_point accepted_at{};  // for end-to-end latency
+  int attempts = 0;
+  // With the cache on (router/cache_front.h): the texts the worker gets (their vectors are
+  // stored when it answers) and the request's truncate flag, part of the key.
+  std::vector<std::string> texts{};
+  bool truncate = true;
+  // A partial hit (or repeated texts): one slot per input of the client's request, the cached
+  // vector or empty for a text the worker computes. `body` then asks only for the distinct
+  // misses, pinned to the version the hits came from; miss_of[i] is the index in `texts` of
+  // slot i's text.
+  std::vector<std::vector<float>> hits{};
+  std::vector<std::uint32_t> miss_of{};
+  // With the Redis tier: `texts` missed the in-memory cache and are being looked up in Redis
+  // under version `cache_version`; `hits` then has one slot per input. Not dispatched until
+  // the answer comes or the wait runs out.
+  bool awaiting_redis = false;
+  std::uint32_t cache_version = 0;
+};
+
+class RequestTable {
+ public:
+  // `release(worker, id)` is called when a request that was on `worker` leaves the table.
+  RequestTable(Transport& transport, RouterMetrics& metrics,
+               std::function<void(const std::string&, std::uint64_t)> release);
+
+  // Router-wide ids, shared with control operations so worker answers can tell them apart.
+  std::uint64_t NewId() { return next_id_++; }
+
+  PendingRequest& Add(std::uint64_t id, PendingRequest request);
+  PendingRequest* Find(std::uint64_t id);
+  bool Contains(std::uint64_t id) const { return pending_.contains(id); }
+  std::size_t size() const { return pending_.size(); }
+  std::vector<std::uint64_t> Ids() const;
+  // Requests of `client` in the table.
+  std::size_t InFlight(const std::string& client) const;
+
+  // Fails request `id` with TIMEOUT once `deadline` passes (ExpireDeadlines).
+  void ArmDeadline(std::uint64_t id, Clock::time_point deadline);
+  // Fails every request whose deadline passed at `now`.
+  void ExpireDeadlines(Clock::time_point now);
+
+  // Answers request `id` with REPLY `body` and forgets it.
+  void Reply(std::uint64_t id, std::string_view body, Clock::time_point now);
+  // Passes a worker's ERROR `body` (of `code`) to the client and forgets the request.
+  void ForwardError(std::uint64_t id, ErrorCode code, std::string_view body, Clock::time_point now);
+  // Fails request `id` with a typed error and forgets it; nothing if it is not in the table.
+  void Fail(std::uint64_t id, ErrorCode code, const std::string& message, Clock::time_point now);
+
+  // Refuses a request that never entered the table.
+  void Refuse(const std::string& client, std::uint64_t client_request_id, const std::string& model,
+              ErrorCode code, const std::string& message, Clock::time_point accepted_at);
+  // An ERROR to a client outside any request (malformed messages, control refusals).
+  void SendError(const std::string& client, std::uint64_t client_request_id, ErrorCode code,
+                 const std::string& message);
+
+ private:
+  void Forget(std::unordered_map<std::uint64_t, PendingRequest>::iterator it);
+  void CountOutcome(const std::string& model, std::string_view outcome,
+                    Clock::time_point accepted_at, Clock::time_point now);
+
+  Transport& transport_;
+  RouterMetrics& metrics_;
+  const std::function<void(const std::string&, std::uint64_t)> release_;
+  std::uint64_t next_id_ = 1;
+  std::unordered_map<std::uint64_t, PendingRequest> pending_;
+  std::unordered_map<std::string, std::size_t> client_in_flight_;  // by client routing id
+  // (deadline, id) min-heap; entries of answered requests are skipped lazily.
+  using DeadlineEntry = std::pair<Clock::time_point, std::uint64_t>;
+  std::priority_queue<DeadlineEntry, std::vector<DeadlineEntry>, std::greater<>> deadlines_;
+};
+
+}  // namespace ember::router
+
+#endif  // EMBER_ROUTER_REQUEST_TABLE_H_

@@ -1,0 +1,50 @@
+// The router's two sockets as its components see them: send to a client, send to a worker.
+// Components (request table, dispatcher, control fan-out) talk only to this seam, so their
+// unit tests drive them with a fake that records what was sent (tests/fakes/fake_transport.h);
+// ZmqTransport is the real one, over the frontend and backend ROUTER sockets that the
+// router's poll loop owns.
+#ifndef EMBER_ROUTER_TRANSPORT_H_
+#define EMBER_ROUTER_TRANSPORT_H_
+
+#include <cstdint>
+#include <string_view>
+#include <zmq.hpp>
+
+#include "common/protocol.h"
+
+namespace ember::router {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Each returns false when the peer is gone or its queue is full (nothing was sent).
+  virtual bool ToClient(std::string_view client, protocol::Command command,
+                        std::uint64_t request_id, std::string_view body) = 0;
+  virtual bool ToWorker(std::string_view worker, protocol::Command command,
+                        std::uint64_t request_id, std::string_view body) = 0;
+};
+
+// Over the router's frontend (clients) and backend (workers) ROUTER sockets, which must
+// outlive it and are used from the thread that owns them.
+class ZmqTransport : public Transport {
+ public:
+  ZmqTransport(zmq::socket_t& frontend, zmq::socket_t& backend)
+      : frontend_(frontend), backend_(backend) {}
+
+  bool ToClient(std::string_view client, protocol::Command command, std::uint64_t request_id,
+                std::string_view body) override {
+    return protocol::SendRouted(frontend_, client, command, request_id, body);
+  }
+  bool ToWorker(std::string_view worker, protocol::Command command, std::uint64_t request_id,
+                std::string_view body) override {
+    return protocol::SendRouted(backend_, worker, command, request_id, body);
+  }
+
+ private:
+  zmq::socket_t& frontend_;
+  zmq::socket_t& backend_;
+};
+
+}  // namespace ember::router
+
+#endif  // EMBER_ROUTER_TRANSPORT_H_

@@ -1,0 +1,360 @@
+// The router's components alone: RequestTable, Dispatcher, ControlFanout and CacheFront on a
+// fake transport (tests/fakes/fake_transport.h) with a made-up clock, and real WorkerRegistry
+// and EmbeddingCache. Each test names the rule it holds.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "common/messages.h"
+#include "router/cache_front.h"
+#include "router/control_fanout.h"
+#include "router/dispatcher.h"
+#include "router/request_table.h"
+#include "tests/fakes/fake_transport.h"
+
+namespace ember::router {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::Command;
+using protocol::ModelState;
+using testing::FakeTransport;
+
+const Clock::time_point t0{};
+
+protocol::ReadyBody Ready(std::uint32_t capacity, std::vector<protocol::ModelInfo> models) {
+  return {.device = "cpu", .capacity = capacity, .session = 1, .models = std::move(models)};
+}
+
+protocol::ModelInfo M(const std::string& name, std::uint32_t version,
+                      ModelState state = ModelState::kReady) {
+  return {.name = name, .version = version, .dim = 2, .state = state};
+}
+
+// The error code of an ERROR body.
+ErrorCode CodeOf(const testing::Sent& sent) {
+  protocol::ErrorBody e;
+  std::string why;
+  EXPECT_EQ(sent.command, Command::kError);
+  EXPECT_TRUE(protocol::Decode(sent.body, &e, &why)) << why;
+  return e.code;
+}
+
+class RouterComponentsTest : public ::testing::Test {
+ protected:
+  RouterComponentsTest()
+      : requests_(transport_, metrics_,
+                  [this](const std::string& worker, std::uint64_t id) {
+                    released_.emplace_back(worker, id);
+                    if (WorkerState* w = workers_.Find(worker)) w->in_flight.erase(id);
+                  }),
+        dispatcher_(options_, workers_, requests_, transport_, [this](const std::string& worker) {
+          dropped_.push_back(worker);
+          dispatcher_.Redispatch(workers_.Remove(worker), t0);
+        }) {
+    options_.model_defaults.policy = PolicyKind::kRoundRobin;
+    options_.model_defaults.max_queue = 2;
+  }
+
+  // Accepts a request for `model` from client `c` and returns its router id.
+  std::uint64_t Accept(const std::string& model = "m", const std::string& client = "c") {
+    const std::uint64_t id = requests_.NewId();
+    requests_.Add(id, {.client = client,
+                       .client_request_id = id * 10,
+                       .model = model,
+                       .version = 0,
+                       .body = "body-" + std::to_string(id),
+                       .accepted_at = t0});
+    return id;
+  }
+
+  RouterOptions options_;
+  FakeTransport transport_;
+  RouterMetrics metrics_;
+  WorkerRegistry workers_;
+  RequestTable requests_;
+  Dispatcher dispatcher_;
+  std::vector<std::pair<std::string, std::uint64_t>> released_;
+  std::vector<std::string> dropped_;
+};
+
+TEST_F(RouterComponentsTest, DispatchSendsWhileCreditLastsThenQueuesThenRefuses) {
+  workers_.Register("w1", Ready(1, {M("m", 1)}), t0);
+  workers_.Register("w2", Ready(1, {M("m", 1)}), t0);
+  const auto a = Accept(), b = Accept(), c = Accept(), d = Accept(), e = Accept();
+  EXPECT_EQ(dispatcher_.Dispatch(a, t0), Dispatcher::Outcome::kSent);
+  EXPECT_EQ(dispatcher_.Dispatch(b, t0), Dispatcher::Outcome::kSent);
+  ASSERT_EQ(transport_.to_workers.size(), 2u);
+  EXPECT_NE(transport_.to_workers[0].peer, transport_.to_workers[1].peer) << "one per worker";
+  EXPECT_EQ(transport_.to_workers[0].body, "body-" + std::to_string(a));
+  EXPECT_EQ(dispatcher_.Dispatch(c, t0), Dispatcher::Outcome::kQueued) << "no credit left";
+  EXPECT_EQ(dispatcher_.Dispatch(d, t0), Dispatcher::Outcome::kQueued);
+  EXPECT_EQ(dispatcher_.Dispatch(e, t0), Dispatcher::Outcome::kFailed) << "queue of 2 is full";
+  ASSERT_EQ(transport_.to_clients.size(), 1u);
+  EXPECT_EQ(CodeOf(transport_.to_clients[0]), ErrorCode::kOverloaded);
+  EXPECT_EQ(transport_.to_clients[0].request_id, e * 10) << "answered under the client's id";
+  EXPECT_FALSE(requests_.Contains(e));
+  EXPECT_EQ(dispatcher_.QueueDepths().at("m"), 2u);
+
+  // a's worker answers: its credit goes to the oldest waiting request (c, then d).
+  const std::string a_worker = transport_.to_workers[0].peer;
+  requests_.Reply(a, "vectors", t0 + 1ms);
+  EXPECT_EQ(released_.back(), (std::pair<std::string, std::uint64_t>{a_worker, a}));
+  dispatcher_.DrainQueue("m", t0 + 1ms);
+  ASSERT_EQ(transport_.to_workers.size(), 3u);
+  EXPECT_EQ(transport_.to_workers[2].request_id, c) << "FIFO: the oldest first";
+  EXPECT_EQ(transport_.to_workers[2].peer, a_worker);
+  EXPECT_EQ(dispatcher_.QueueDepths().at("m"), 1u);
+  EXPECT_EQ(transport_.to_clients.back().command, Command::kReply);
+  EXPECT_EQ(transport_.to_clients.back().body, "vectors");
+}
+
+TEST_F(RouterComponentsTest, AnUnreachableWorkerIsDroppedAndTheNextOneTried) {
+  workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
+  workers_.Register("w2", Ready(4, {M("m", 1)}), t0);
+  transport_.unreachable = {"w1"};
+  const auto a = Accept();
+  EXPECT_EQ(dispatcher_.Dispatch(a, t0), Dispatcher::Outcome::kSent);
+  EXPECT_EQ(dropped_, (std::vector<std::string>{"w1"}));
+  ASSERT_EQ(transport_.to_workers.size(), 1u);
+  EXPECT_EQ(transport_.to_workers[0].peer, "w2");
+  EXPECT_EQ(requests_.Find(a)->attempts, 2) << "the failed send counts as an attempt";
+}
+
+TEST_F(RouterComponentsTest, ARequestTriedOnMaxAttemptsWorkersFails) {
+  options_.max_attempts = 2;
+  workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
+  const auto a = Accept();
+  requests_.Find(a)->attempts = 2;
+  EXPECT_EQ(dispatcher_.Dispatch(a, t0), Dispatcher::Outcome::kFailed);
+  ASSERT_EQ(transport_.to_clients.size(), 1u);
+  EXPECT_EQ(CodeOf(transport_.to_clients[0]), ErrorCode::kUnavailable);
+}
+
+TEST_F(RouterComponentsTest, OnlyReadyVersionsGetRequests) {
+  workers_.Register("w1", Ready(4, {M("m", 1, ModelState::kLoading)}), t0);
+  const auto a = Accept();
+  EXPECT_EQ(dispatcher_.Dispatch(a, t0), Dispatcher::Outcome::kQueued) << "waits for LOADING";
+  workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
+  dispatcher_.DrainQueue("m", t0);
+  ASSERT_EQ(transport_.to_workers.size(), 1u);
+  EXPECT_EQ(transport_.to_workers[0].request_id, a);
+}
+
+TEST_F(RouterComponentsTest, QueuedRequestsForAModelNobodyServesFail) {
+  const auto a = Accept("gone"), b = Accept("m");
+  dispatcher_.Dispatch(a, t0);
+  dispatcher_.Dispatch(b, t0);
+  dispatcher_.FailQueued([](const std::string& model, std::uint32_t) { return model == "m"; }, t0);
+  ASSERT_EQ(transport_.to_clients.size(), 1u);
+  EXPECT_EQ(CodeOf(transport_.to_clients[0]), ErrorCode::kUnknownModel);
+  EXPECT_FALSE(requests_.Contains(a));
+  EXPECT_TRUE(requests_.Contains(b));
+}
+
+TEST_F(RouterComponentsTest, DeadlinesFailRequestsAndReleaseTheirCredit) {
+  workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
+  const auto a = Accept();
+  dispatcher_.Dispatch(a, t0);
+  requests_.ArmDeadline(a, t0 + 1s);
+  requests_.ExpireDeadlines(t0 + 999ms);
+  EXPECT_TRUE(requests_.Contains(a));
+  requests_.ExpireDeadlines(t0 + 1s);
+  EXPECT_FALSE(requests_.Contains(a));
+  ASSERT_EQ(transport_.to_clients.size(), 1u);
+  EXPECT_EQ(CodeOf(transport_.to_clients[0]), ErrorCode::kTimeout);
+  EXPECT_TRUE(workers_.Find("w1")->in_flight.empty()) << "the credit came back";
+  // Exactly one answer: a late reply finds nothing.
+  requests_.Reply(a, "late", t0 + 2s);
+  EXPECT_EQ(transport_.to_clients.size(), 1u);
+}
+
+TEST_F(RouterComponentsTest, RequestsOfADeadWorkerGoToAnother) {
+  workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
+  const auto a = Accept();
+  dispatcher_.Dispatch(a, t0);
+  workers_.Register("w2", Ready(4, {M("m", 1)}), t0);
+  dispatcher_.Redispatch(workers_.Remove("w1"), t0);
+  ASSERT_EQ(transport_.to_workers.size(), 2u);
+  EXPECT_EQ(transport_.to_workers[1].peer, "w2");
+  EXPECT_EQ(transport_.to_workers[1].request_id, a);
+  EXPECT_EQ(requests_.Find(a)->worker, "w2");
+}
+
+// --- Control fan-out -----------------------------------------------------------------------
+
+class ControlFanoutTest : public RouterComponentsTest {
+ protected:
+  ControlFanout fanout_{transport_, workers_, requests_, 10s};
+
+  // The one REPLY the client got, decoded.
+  protocol::ControlReply ReplyToClient() {
+    EXPECT_EQ(transport_.to_clients.size(), 1u);
+    protocol::ControlReply reply;
+    std::string error;
+    EXPECT_TRUE(protocol::Decode(transport_.to_clients.at(0).body, &reply, &error)) << error;
+    return reply;
+  }
+};
+
+TEST_F(ControlFanoutTest, LoadGoesToEveryWorkerAndThoseWithoutTheModelAreLeftOut) {
+  workers_.Register("w1", Ready(4, {}), t0);
+  workers_.Register("w2", Ready(4, {}), t0);
+  fanout_.Start("c", 7, {.op = protocol::ControlOp::kLoad, .model = "m"}, t0);
+  ASSERT_EQ(transport_.to_workers.size(), 2u);
+  const std::uint64_t id = transport_.to_workers[0].request_id;
+  EXPECT_EQ(transport_.to_workers[1].request_id, id) << "one operation, one id";
+  EXPECT_TRUE(fanout_.Owns(id));
+  fanout_.Record(id, {.worker = "w1", .ok = true, .version = 3});
+  EXPECT_TRUE(transport_.to_clients.empty()) << "answered before the last worker";
+  fanout_.Record(id, {.worker = "w2", .code = ErrorCode::kUnknownModel});
+  const protocol::ControlReply reply = ReplyToClient();
+  EXPECT_EQ(transport_.to_clients[0].request_id, 7u);
+  ASSERT_EQ(reply.results.size(), 1u);
+  EXPECT_EQ(reply.results[0].worker, "w1");
+  EXPECT_FALSE(fanout_.Owns(id));
+}
+
+TEST_F(ControlFanoutTest, WhenNoWorkerHasTheModelEveryRefusalIsKept) {
+  workers_.Register("w1", Ready(4, {}), t0);
+  workers_.Register("w2", Ready(4, {}), t0);
+  fanout_.Start("c", 7, {.op = protocol::ControlOp::kLoad, .model = "m"}, t0);
+  const std::uint64_t id = transport_.to_workers[0].request_id;
+  fanout_.Record(id, {.worker = "w1", .code = ErrorCode::kUnknownModel});
+  fanout_.Record(id, {.worker = "w2", .code = ErrorCode::kUnknownModel});
+  EXPECT_EQ(ReplyToClient().results.size(), 2u);
+}
+
+TEST_F(ControlFanoutTest, UnloadGoesOnlyToWorkersThatHaveTheModel) {
+  workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
+  workers_.Register("w2", Ready(4, {M("other", 1)}), t0);
+  fanout_.Start("c", 7, {.op = protocol::ControlOp::kUnload, .model = "m"}, t0);
+  ASSERT_EQ(transport_.to_workers.size(), 1u);
+  EXPECT_EQ(transport_.to_workers[0].peer, "w1");
+  protocol::ControlRequest sent;
+  std::string error;
+  ASSERT_TRUE(protocol::Decode(transport_.to_workers[0].body, &sent, &error)) << error;
+  EXPECT_EQ(sent.op, protocol::ControlOp::kUnload);
+  EXPECT_TRUE(sent.workers.empty()) << "workers get the op about themselves";
+}
+
+TEST_F(ControlFanoutTest, DeadWorkersAndTheDeadlineStillGiveOneAnswer) {
+  workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
+  workers_.Register("w2", Ready(4, {M("m", 1)}), t0);
+  workers_.Register("w3", Ready(4, {M("m", 1)}), t0);
+  fanout_.Start("c", 7, {.op = protocol::ControlOp::kUnload, .model = "m", .timeout_ms = 500}, t0);
+  const std::uint64_t id = transport_.to_workers[0].request_id;
+  fanout_.Record(id, {.worker = "w1", .ok = true});
+  fanout_.WorkerGone("w2", "missed heartbeats");
+  fanout_.Expire(t0 + 499ms);
+  EXPECT_TRUE(transport_.to_clients.empty());
+  fanout_.Expire(t0 + 500ms);
+  const protocol::ControlReply reply = ReplyToClient();
+  ASSERT_EQ(reply.results.size(), 3u);
+  EXPECT_TRUE(reply.results[0].ok);
+  EXPECT_EQ(reply.results[1].code, ErrorCode::kUnavailable);
+  EXPECT_EQ(reply.results[2].code, ErrorCode::kTimeout);
+  fanout_.Record(id, {.worker = "w3", .ok = true});  // too late: nothing more is sent
+  EXPECT_EQ(transport_.to_clients.size(), 1u);
+}
+
+TEST_F(ControlFanoutTest, ImpossibleOperationsAreRefusedAtOnce) {
+  fanout_.Start("c", 1, {.op = protocol::ControlOp::kLoad, .model = "m"}, t0);
+  EXPECT_EQ(CodeOf(transport_.to_clients.back()), ErrorCode::kUnavailable) << "no workers";
+  workers_.Register("w1", Ready(4, {}), t0);
+  fanout_.Start("c", 2, {.op = protocol::ControlOp::kLoad, .model = "m", .workers = {"nope"}}, t0);
+  EXPECT_EQ(CodeOf(transport_.to_clients.back()), ErrorCode::kBadRequest) << "unknown worker";
+  fanout_.Start("c", 3, {.op = protocol::ControlOp::kUnload, .model = "m"}, t0);
+  EXPECT_EQ(CodeOf(transport_.to_clients.back()), ErrorCode::kUnknownModel) << "nobody has it";
+  fanout_.Start("c", 4, {.op = protocol::ControlOp::kLoad}, t0);
+  EXPECT_EQ(CodeOf(transport_.to_clients.back()), ErrorCode::kBadRequest) << "no model";
+  EXPECT_TRUE(transport_.to_workers.empty());
+}
+
+// --- Cache front ---------------------------------------------------------------------------
+
+class CacheFrontTest : public ::testing::Test {
+ protected:
+  void Cache(const std::string& text, std::vector<float> v) {
+    cache_.Put(EmbeddingCache::Key("m", 1, true, text), v);
+  }
+  PendingRequest Pending(const std::vector<std::string>& inputs) {
+    request_ = {.model = "m", .version = 0, .inputs = inputs};
+    return {.client = "c", .model = "m", .body = protocol::Encode(request_)};
+  }
+
+  RouterMetrics metrics_;
+  EmbeddingCache cache_{1 << 20};
+  CacheFront front_{cache_, nullptr, metrics_, 5ms};
+  protocol::EmbedRequest request_;
+};
+
+TEST_F(CacheFrontTest, PartialHitsAskForDistinctMissesAndMergeInInputOrder) {
+  Cache("a", {1, 1});
+  Cache("c", {3, 3});
+  PendingRequest p = Pending({"b", "a", "b", "c"});
+  std::string reply;
+  ASSERT_EQ(front_.Look(1, p, request_, 1u, t0, &reply), CacheFront::Lookup::kDispatch);
+  protocol::EmbedRequest asked;
+  std::string error;
+  ASSERT_TRUE(protocol::Decode(p.body, &asked, &error)) << error;
+  EXPECT_EQ(asked.inputs, (std::vector<std::string>{"b"})) << "each missing text once";
+  EXPECT_EQ(asked.version, 1u) << "pinned to the version the hits are of";
+  EXPECT_EQ(metrics_.cache_hits, 2u);
+  EXPECT_EQ(metrics_.cache_misses, 2u);
+
+  const protocol::EmbedReply worker{.model = "m",
+                                    .version = 1,
+                                    .worker = "w1",
+                                    .dim = 2,
+                                    .count = 1,
+                                    .batch_size = 1,
+                                    .data = {2, 2}};
+  const std::string body = front_.Complete(p, protocol::Encode(worker), worker);
+  protocol::EmbedReply merged;
+  ASSERT_TRUE(protocol::Decode(body, &merged, &error)) << error;
+  EXPECT_EQ(merged.count, 4u);
+  EXPECT_EQ(merged.data, (std::vector<float>{2, 2, 1, 1, 2, 2, 3, 3}));
+  EXPECT_EQ(merged.worker, "w1");
+  ASSERT_NE(cache_.Get(EmbeddingCache::Key("m", 1, true, "b")), nullptr) << "the miss is cached";
+}
+
+TEST_F(CacheFrontTest, FullHitsAreAnsweredWithoutAWorker) {
+  Cache("a", {1, 1});
+  PendingRequest p = Pending({"a", "a"});
+  std::string reply;
+  ASSERT_EQ(front_.Look(1, p, request_, 1u, t0, &reply), CacheFront::Lookup::kAnswered);
+  protocol::EmbedReply answer;
+  std::string error;
+  ASSERT_TRUE(protocol::Decode(reply, &answer, &error)) << error;
+  EXPECT_EQ(answer.worker, "cache");
+  EXPECT_EQ(answer.data, (std::vector<float>{1, 1, 1, 1}));
+}
+
+TEST_F(CacheFrontTest, WithNothingReadyTheRequestGoesAsItCame) {
+  Cache("a", {1, 1});
+  PendingRequest p = Pending({"a", "b"});
+  const std::string body = p.body;
+  std::string reply;
+  ASSERT_EQ(front_.Look(1, p, request_, std::nullopt, t0, &reply), CacheFront::Lookup::kDispatch);
+  EXPECT_EQ(p.body, body);
+  EXPECT_EQ(p.texts, (std::vector<std::string>{"a", "b"})) << "the reply fills the cache";
+}
+
+TEST_F(CacheFrontTest, AReplyOfTheWrongShapeIsRefusedWhenMerging) {
+  Cache("a", {1, 1});
+  PendingRequest p = Pending({"a", "b"});
+  std::string reply;
+  ASSERT_EQ(front_.Look(1, p, request_, 1u, t0, &reply), CacheFront::Lookup::kDispatch);
+  const protocol::EmbedReply two{.model = "m",
+                                 .version = 1,
+                                 .worker = "w1",
+                                 .dim = 2,
+                                 .count = 2,
+                                 .batch_size = 2,
+                                 .data = {5, 5, 6, 6}};
+  EXPECT_TRUE(front_.Complete(p, protocol::Encode(two), two).empty());
+}
+
+}  // namespace
+}  // namespace ember::router
