@@ -1,6 +1,9 @@
 #include "client/client.h"
 
+#include <algorithm>
+#include <cstring>
 #include <optional>
+#include <random>
 #include <zmq.hpp>
 
 #include "common/protocol.h"
@@ -20,62 +23,164 @@ constexpr std::chrono::milliseconds kGrace{250};
 struct Client::Socket {
   zmq::context_t context{1};
   zmq::socket_t socket{context, zmq::socket_type::dealer};
+  // PAIR on the socket's monitor: tells us when the connection to the router is lost.
+  zmq::socket_t monitor{context, zmq::socket_type::pair};
 };
 
-Client::Client(const std::string& endpoint, curve::ClientKeys curve)
-    : endpoint_(endpoint), curve_(std::move(curve)) {
-  Connect();
+namespace {
+
+constexpr char kMonitorEndpoint[] = "inproc://ember-client-monitor";
+
+std::size_t HomeRouter(int home, std::size_t count) {
+  if (home >= 0) return static_cast<std::size_t>(home) % count;
+  std::random_device rd;
+  return rd() % count;
+}
+
+// Whether the monitor reported `wanted` (draining what it reported).
+bool Reported(zmq::socket_t& monitor, std::uint16_t wanted) {
+  bool seen = false;
+  for (;;) {
+    zmq::message_t event;
+    if (!monitor.recv(event, zmq::recv_flags::dontwait)) return seen;
+    zmq::message_t address;  // the second frame: the endpoint
+    (void)monitor.recv(address, zmq::recv_flags::dontwait);
+    std::uint16_t id = 0;
+    if (event.size() >= sizeof id) std::memcpy(&id, event.data(), sizeof id);
+    seen |= id == wanted;
+  }
+}
+bool ConnectionLost(zmq::socket_t& monitor) { return Reported(monitor, ZMQ_EVENT_DISCONNECTED); }
+
+}  // namespace
+
+Client::Client(const std::string& endpoints, curve::ClientKeys curve)
+    : Client(RouterList::Split(endpoints), ClientOptions{.curve = std::move(curve)}) {}
+
+Client::Client(std::vector<std::string> endpoints, ClientOptions options)
+    : options_(std::move(options)),
+      routers_(endpoints, HomeRouter(options_.home, std::max<std::size_t>(endpoints.size(), 1)),
+               options_.backoff) {
+  Connect(routers_.Pick(Clock::now()));
 }
 
 Client::~Client() = default;
 
-void Client::Connect() {
-  socket_ = std::make_unique<Socket>();
-  socket_->socket.set(zmq::sockopt::linger, 0);
-  socket_->socket.set(zmq::sockopt::reconnect_ivl, 100);
-  socket_->socket.set(zmq::sockopt::reconnect_ivl_max, 2000);
-  curve::MakeClient(socket_->socket, curve_);
-  socket_->socket.connect(endpoint_);
+void Client::Connect(std::size_t router) {
+  probe_.reset();
+  socket_ = Open(router);
+  connected_ = router;
+}
+
+std::unique_ptr<Client::Socket> Client::Open(std::size_t router) const {
+  auto socket = std::make_unique<Socket>();
+  zmq::socket_t& s = socket->socket;
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::reconnect_ivl, 100);
+  s.set(zmq::sockopt::reconnect_ivl_max, 2000);
+  // Queue nothing for a router we are not connected to: the send fails instead, and the
+  // request goes to the next router, certainly not received by this one.
+  s.set(zmq::sockopt::immediate, 1);
+  const int heartbeat = static_cast<int>(options_.heartbeat.count());
+  s.set(zmq::sockopt::heartbeat_ivl, heartbeat);
+  s.set(zmq::sockopt::heartbeat_timeout, 3 * heartbeat);
+  curve::MakeClient(s, options_.curve);
+  if (zmq_socket_monitor(s.handle(), kMonitorEndpoint,
+                         ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0) {
+    throw zmq::error_t();
+  }
+  socket->monitor.set(zmq::sockopt::linger, 0);
+  socket->monitor.connect(kMonitorEndpoint);
+  s.connect(routers_.endpoint(router));
+  return socket;
+}
+
+void Client::FailBack() {
+  const auto now = Clock::now();
+  if (probe_) {
+    if (Reported(probe_->monitor, ZMQ_EVENT_HANDSHAKE_SUCCEEDED)) {
+      // Home is back: move there on the probe's socket, already connected.
+      socket_ = std::move(probe_);
+      connected_ = routers_.home();
+      routers_.Answered(connected_);
+    } else if (now >= probe_deadline_) {
+      probe_.reset();
+      routers_.Failed(routers_.home(), now);
+    }
+    return;
+  }
+  if (routers_.FailBackDue(now)) {
+    probe_ = Open(routers_.home());
+    probe_deadline_ = now + options_.connect_timeout;
+  }
+}
+
+int Client::AttemptsFor(int asked) const {
+  return asked > 0 ? asked : static_cast<int>(routers_.size());
 }
 
 std::string Client::Call(std::uint8_t command, const std::string& body,
-                         std::chrono::milliseconds timeout, int attempts, int* used) {
+                         std::chrono::milliseconds timeout, int attempts, Resend resend,
+                         int* used) {
+  FailBack();
   for (int attempt = 1;; ++attempt) {
+    const std::size_t router = routers_.Pick(Clock::now());
+    // Lazy Pirate: a fresh socket for every retry drops whatever was queued for a router that
+    // may be gone.
+    if (router != connected_ || attempt > 1) Connect(router);
     try {
       if (used != nullptr) *used = attempt;
-      return CallOnce(command, body, timeout);
+      std::string reply = CallOnce(command, body, timeout);
+      routers_.Answered(router);
+      return reply;
     } catch (const Error& e) {
-      const bool retryable =
-          e.code() == ErrorCode::kUnavailable || (e.code() == ErrorCode::kTimeout && !answered_);
+      const bool unanswered = !answered_;
+      const bool retryable = resend == Resend::kIfUnsent
+                                 ? !sent_
+                                 : e.code() == ErrorCode::kUnavailable ||
+                                       (e.code() == ErrorCode::kTimeout && unanswered);
+      if (unanswered || e.code() == ErrorCode::kUnavailable) {
+        routers_.Failed(router, Clock::now());
+      } else {
+        routers_.Answered(router);  // a typed answer: the router works
+      }
       if (!retryable || attempt >= attempts) throw;
-      // Lazy Pirate: a fresh socket drops whatever was queued for a router
-      // that may be gone.
-      Connect();
     }
   }
 }
 
 std::string Client::CallOnce(std::uint8_t command, const std::string& body,
                              std::chrono::milliseconds timeout) {
+  sent_ = false;
   answered_ = false;
   const std::uint64_t id = next_request_id_++;
-  // Bounded: a connection the router refused (CURVE) leaves nowhere to queue the message.
-  socket_->socket.set(zmq::sockopt::sndtimeo, static_cast<int>(timeout.count()));
+  const std::string& endpoint = routers_.endpoint(connected_);
+  ConnectionLost(socket_->monitor);  // what it said about earlier calls is history
+  // Bounded: with no connection (router down, or it refused our CURVE key) the send fails.
+  const auto connect = std::min(timeout, options_.connect_timeout);
+  socket_->socket.set(zmq::sockopt::sndtimeo, static_cast<int>(connect.count()));
   if (!protocol::SendDealt(socket_->socket, static_cast<Command>(command), id, body)) {
-    throw Error(ErrorCode::kUnavailable,
-                "could not send to the router within " + std::to_string(timeout.count()) + " ms");
+    throw Error(ErrorCode::kUnavailable, "could not reach router " + endpoint + " within " +
+                                             std::to_string(connect.count()) + " ms");
   }
+  sent_ = true;
   const auto deadline = Clock::now() + timeout + kGrace;
   for (;;) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
-      throw Error(ErrorCode::kTimeout,
-                  "no reply from the router within " + std::to_string(timeout.count()) + " ms");
+      throw Error(ErrorCode::kTimeout, "no reply from router " + endpoint + " within " +
+                                           std::to_string(timeout.count()) + " ms");
     }
-    zmq::pollitem_t item{socket_->socket.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, left);
-    if (!(item.revents & ZMQ_POLLIN)) continue;
+    zmq::pollitem_t items[] = {{socket_->socket.handle(), 0, ZMQ_POLLIN, 0},
+                               {socket_->monitor.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, left);
+    if ((items[1].revents & ZMQ_POLLIN) && ConnectionLost(socket_->monitor) &&
+        !(items[0].revents & ZMQ_POLLIN)) {
+      throw Error(ErrorCode::kUnavailable,
+                  "lost the connection to router " + endpoint + " before it answered");
+    }
+    if (!(items[0].revents & ZMQ_POLLIN)) continue;
     std::string error;
     auto received = protocol::ReceiveDealt(socket_->socket, &error);
     if (!received) continue;
@@ -113,7 +218,7 @@ Embeddings Client::Embed(std::string_view model, const std::vector<std::string>&
   int attempts = 0;
   const std::string body =
       Call(static_cast<std::uint8_t>(Command::kRequest), protocol::Encode(request), options.timeout,
-           options.attempts, &attempts);
+           AttemptsFor(options.attempts), Resend::kIfUnanswered, &attempts);
   protocol::EmbedReply reply;
   std::string error;
   if (!protocol::Decode(body, &reply, &error)) {
@@ -123,13 +228,14 @@ Embeddings Client::Embed(std::string_view model, const std::vector<std::string>&
     throw Error(ErrorCode::kInternal, "reply has " + std::to_string(reply.count) + " vectors for " +
                                           std::to_string(texts.size()) + " texts");
   }
-  return Embeddings(std::move(reply), attempts);
+  return Embeddings(std::move(reply), attempts, routers_.endpoint(connected_));
 }
 
 protocol::StatusReply Client::Status(std::chrono::milliseconds timeout) {
   const std::string body =
       Call(static_cast<std::uint8_t>(Command::kControl),
-           protocol::Encode(protocol::ControlRequest{protocol::ControlOp::kStatus}), timeout, 1);
+           protocol::Encode(protocol::ControlRequest{protocol::ControlOp::kStatus}), timeout,
+           AttemptsFor(0), Resend::kIfUnanswered);
   protocol::StatusReply status;
   std::string error;
   if (!protocol::Decode(body, &status, &error)) {
@@ -159,7 +265,8 @@ protocol::ControlReply Client::Manage(protocol::ControlOp op, std::string_view m
   // The router answers by its own deadline; wait a little longer for it.
   const std::string body =
       Call(static_cast<std::uint8_t>(Command::kControl), protocol::Encode(control),
-           options.timeout + std::chrono::seconds(5), 1);
+           options.timeout + std::chrono::seconds(5), AttemptsFor(0),
+           protocol::ReadOnly(op) ? Resend::kIfUnanswered : Resend::kIfUnsent);
   protocol::ControlReply reply;
   std::string error;
   if (!protocol::Decode(body, &reply, &error)) {

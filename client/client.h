@@ -1,12 +1,19 @@
 // ember's C++ client SDK.
 //
-//   ember::Client client("tcp://127.0.0.1:5555");
+//   ember::Client client("tcp://127.0.0.1:5555");   // or "tcp://a:5555,tcp://b:5555"
 //   ember::Embeddings e = client.Embed("minilm", {"hello", "world"});
 //   std::span<const float> v = e[0];   // e.dim() floats
 //
 // Errors arrive as ember::Error with a typed code (UNKNOWN_MODEL, OVERLOADED,
 // TIMEOUT, ...). A Client owns one ZeroMQ socket and, like it, must be used
 // by one thread at a time; give each thread its own Client.
+//
+// With several routers the client fails over (client/router_list.h): an embed, status or
+// list that gets no answer from one router (nothing within the timeout, or the connection
+// lost, which ZMTP heartbeats detect within ClientOptions::heartbeat even for a router that
+// hangs) is sent to the next; a router that failed is skipped with a backoff. Load and unload
+// change the cluster and are never resent once a router may have received them: they move to
+// the next router only when the first could not be reached at all.
 #ifndef EMBER_CLIENT_CLIENT_H_
 #define EMBER_CLIENT_CLIENT_H_
 
@@ -18,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "client/router_list.h"
 #include "common/curve.h"
 #include "common/error_code.h"
 #include "common/messages.h"
@@ -28,17 +36,33 @@ struct EmbedOptions {
   std::uint32_t version = 0;                  // 0: the latest version the cluster serves
   bool truncate = true;                       // false: over-long inputs fail with TOO_LONG
   std::chrono::milliseconds timeout{30'000};  // per attempt
-  // Attempts in all (Lazy Pirate): when no answer comes within the timeout,
-  // or the router answers UNAVAILABLE, the client reconnects and resends.
-  // Embedding is idempotent, so a resent request is safe.
-  int attempts = 1;
+  // Attempts in all (Lazy Pirate): when no answer comes within the timeout, the connection
+  // is lost, or the router answers UNAVAILABLE, the client reconnects, to the next router if
+  // there are several, and resends. Embedding is idempotent, so a resent request is safe.
+  // 0: one attempt per router.
+  int attempts = 0;
+};
+
+// How a Client reaches its routers.
+struct ClientOptions {
+  // CURVE keys (docs/security.md); by default the key files named by $EMBER_CURVE_KEY and
+  // $EMBER_CURVE_SERVER_KEY, if set.
+  curve::ClientKeys curve = curve::ClientKeys::FromEnvironment();
+  // A router not connected within this is skipped (the request was never sent).
+  std::chrono::milliseconds connect_timeout{1000};
+  // ZMTP heartbeats on the connection: one with no traffic for 3 heartbeats is closed, so a
+  // hung or partitioned router is left within that even while a request waits on it.
+  std::chrono::milliseconds heartbeat{1000};
+  // The router to start with; -1: a random one, so that clients spread over the routers.
+  int home = -1;
+  RouterList::Backoff backoff{};
 };
 
 // Vectors for one request, row-major, in the order of the texts sent.
 class Embeddings {
  public:
-  explicit Embeddings(protocol::EmbedReply reply, int attempts = 1)
-      : reply_(std::move(reply)), attempts_(attempts) {}
+  explicit Embeddings(protocol::EmbedReply reply, int attempts = 1, std::string router = {})
+      : reply_(std::move(reply)), attempts_(attempts), router_(std::move(router)) {}
 
   std::size_t size() const { return reply_.count; }
   std::size_t dim() const { return reply_.dim; }
@@ -54,10 +78,13 @@ class Embeddings {
   // Attempts the call took (EmbedOptions::attempts): more than 1 when an earlier attempt got
   // no answer (or UNAVAILABLE) and was resent.
   int attempts() const { return attempts_; }
+  // The router endpoint that answered.
+  const std::string& router() const { return router_; }
 
  private:
   protocol::EmbedReply reply_;
   int attempts_ = 1;
+  std::string router_;
 };
 
 // Options of model management commands (Load, Unload).
@@ -70,12 +97,12 @@ struct ControlOptions {
 
 class Client {
  public:
-  // Connects (lazily, as ZeroMQ does) to a router's frontend endpoint. With
-  // CURVE keys (docs/security.md) the connection is encrypted and the router
-  // admits it only if our public key is on its allow-list; by default the
-  // key files named by $EMBER_CURVE_KEY and $EMBER_CURVE_SERVER_KEY, if set.
-  explicit Client(const std::string& endpoint,
+  // Connects (lazily, as ZeroMQ does) to a router's frontend endpoint, or to one of a
+  // comma-separated list of them. With CURVE keys (docs/security.md) the connection is
+  // encrypted and the router admits it only if our public key is on its allow-list.
+  explicit Client(const std::string& endpoints,
                   curve::ClientKeys curve = curve::ClientKeys::FromEnvironment());
+  Client(std::vector<std::string> endpoints, ClientOptions options);
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -102,22 +129,36 @@ class Client {
 
  private:
   struct Socket;
-  // Sends one message and waits for the reply with the same request id,
-  // retrying as EmbedOptions::attempts says. Returns the reply body; throws
+  // What may be resent to another router after an attempt failed.
+  enum class Resend {
+    kIfUnanswered,  // idempotent: embed, status, list
+    kIfUnsent,      // load, unload: only when no router can have received it
+  };
+  // Sends one message and waits for the reply with the same request id, failing over as
+  // `resend` allows, for up to `attempts` attempts. Returns the reply body; throws
   // ember::Error for ERROR replies.
   std::string Call(std::uint8_t command, const std::string& body, std::chrono::milliseconds timeout,
-                   int attempts, int* used = nullptr);
+                   int attempts, Resend resend, int* used = nullptr);
   std::string CallOnce(std::uint8_t command, const std::string& body,
                        std::chrono::milliseconds timeout);
-  void Connect();
+  void Connect(std::size_t router);
+  std::unique_ptr<Socket> Open(std::size_t router) const;
+  // Away from home: probes it in the background, and moves there once the probe connects.
+  void FailBack();
   protocol::ControlReply Manage(protocol::ControlOp op, std::string_view model,
                                 std::uint32_t version, const ControlOptions& options);
+  int AttemptsFor(int asked) const;
 
-  std::string endpoint_;
-  curve::ClientKeys curve_;
+  ClientOptions options_;
+  RouterList routers_;
   std::unique_ptr<Socket> socket_;
+  std::size_t connected_ = 0;      // the router socket_ is connected to
+  std::unique_ptr<Socket> probe_;  // connecting to home, while away from it
+  std::chrono::steady_clock::time_point probe_deadline_{};
   std::uint64_t next_request_id_ = 1;
-  bool answered_ = false;  // whether the last attempt got any answer
+  // Of the last attempt: whether it was sent, and whether any answer came.
+  bool sent_ = false;
+  bool answered_ = false;
 };
 
 }  // namespace ember

@@ -12,13 +12,14 @@
 namespace {
 
 struct GlobalFlags {
-  std::string router = "tcp://127.0.0.1:5555";
+  // Router frontends; with several, each call fails over to the next (client/client.h).
+  std::vector<std::string> routers = {"tcp://127.0.0.1:5555"};
   int timeout_ms = 30'000;
 };
 
 int Embed(const GlobalFlags& flags, const std::string& model, const std::vector<std::string>& texts,
           bool json, bool full, int version, bool no_truncate) {
-  ember::Client client(flags.router);
+  ember::Client client(flags.routers, {});
   ember::EmbedOptions options;
   options.timeout = std::chrono::milliseconds(flags.timeout_ms);
   options.version = static_cast<std::uint32_t>(version);
@@ -51,7 +52,7 @@ int Embed(const GlobalFlags& flags, const std::string& model, const std::vector<
 }
 
 int Status(const GlobalFlags& flags, bool json) {
-  ember::Client client(flags.router);
+  ember::Client client(flags.routers, {});
   const auto status = client.Status(std::chrono::milliseconds(flags.timeout_ms));
   if (json) {
     nlohmann::json out = {{"router", status.router_version},
@@ -79,7 +80,8 @@ int Status(const GlobalFlags& flags, bool json) {
                                 {"p50_ms", w.p50_ms},
                                 {"p99_ms", w.p99_ms},
                                 {"rss_bytes", w.rss_bytes},
-                                {"health", w.health}});
+                                {"health", w.health},
+                                {"routers", w.routers}});
     }
     out["models"] = nlohmann::json::array();
     for (const auto& m : status.models) {
@@ -91,20 +93,23 @@ int Status(const GlobalFlags& flags, bool json) {
   }
   std::printf("%s, %llu requests, %zu workers\n", status.router_version.c_str(),
               static_cast<unsigned long long>(status.requests), status.workers.size());
-  std::printf("%-28s %-7s %-20s %6s %5s %9s %6s %7s %7s %7s %7s %6s %-8s\n", "WORKER", "DEVICE",
+  std::printf("%-28s %-7s %-20s %6s %5s %9s %6s %7s %7s %7s %7s %6s %-8s %s\n", "WORKER", "DEVICE",
               "MODELS", "WEIGHT", "CAP", "INFLIGHT", "DONE", "ERR%", "EWMAms", "P50ms", "P99ms",
-              "SEENms", "HEALTH");
+              "SEENms", "HEALTH", "ROUTERS");
   for (const auto& w : status.workers) {
     std::string models;
     for (const auto& m : w.models) {
       models += (models.empty() ? "" : ",") + m.name + ":" + std::to_string(m.version);
     }
+    std::string routers;
+    for (const auto& r : w.routers) routers += (routers.empty() ? "" : ",") + r;
     const double total = static_cast<double>(w.completed + w.failed);
-    std::printf("%-28s %-7s %-20s %6.2f %5u %9u %6llu %7.2f %7.2f %7.2f %7.2f %6u %-8s\n",
+    std::printf("%-28s %-7s %-20s %6.2f %5u %9u %6llu %7.2f %7.2f %7.2f %7.2f %6u %-8s %s\n",
                 w.id.c_str(), w.device.c_str(), models.c_str(), w.weight, w.capacity, w.in_flight,
                 static_cast<unsigned long long>(w.completed),
                 total > 0 ? 100.0 * static_cast<double>(w.failed) / total : 0.0, w.ewma_ms,
-                w.p50_ms, w.p99_ms, w.last_seen_ms, w.health.empty() ? "-" : w.health.c_str());
+                w.p50_ms, w.p99_ms, w.last_seen_ms, w.health.empty() ? "-" : w.health.c_str(),
+                routers.empty() ? "-" : routers.c_str());
   }
   if (!status.models.empty()) {
     std::printf("\n%-28s %-22s %8s %7s\n", "MODEL", "POLICY", "WORKERS", "QUEUED");
@@ -121,7 +126,10 @@ int main(int argc, char** argv) {
   GlobalFlags flags;
   CLI::App app{"emberctl: talk to an ember cluster"};
   app.require_subcommand(1);
-  app.add_option("--router", flags.router, "router frontend endpoint")->capture_default_str();
+  app.add_option("--router", flags.routers,
+                 "router frontend endpoint; repeat (or comma-separate) for several routers")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_option("--timeout-ms", flags.timeout_ms, "request timeout")
       ->check(CLI::Range(1, 3'600'000))
       ->capture_default_str();
@@ -139,7 +147,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 30));
   embed->add_flag("--no-truncate", no_truncate, "fail with TOO_LONG instead of truncating");
 
-  ember::ctl::AddModelsCommand(app, flags.router, flags.timeout_ms);
+  ember::ctl::AddModelsCommand(app, flags.routers, flags.timeout_ms);
   ember::ctl::AddKeysCommand(app);
 
   auto* status = app.add_subcommand("status", "show the router's workers and models");

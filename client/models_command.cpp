@@ -37,10 +37,10 @@ double MiB(std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20);
 
 // One line on stderr saying where each worker's load stands, rewritten in
 // place, while `done` is not set. Only on a terminal.
-void ShowProgress(const std::string& router, const std::string& model, std::uint32_t version,
-                  const std::future<void>& done) {
+void ShowProgress(const std::vector<std::string>& routers, const std::string& model,
+                  std::uint32_t version, const std::future<void>& done) {
   if (!isatty(STDERR_FILENO)) return;
-  Client client(router);
+  Client client(routers, {});
   const auto start = std::chrono::steady_clock::now();
   while (done.wait_for(milliseconds(500)) != std::future_status::ready) {
     std::string line;
@@ -84,7 +84,8 @@ void PrintReply(const protocol::ControlReply& reply, bool json) {
   }
 }
 
-int Manage(const std::string& op, const std::string& router, int timeout_ms, const Target& t) {
+int Manage(const std::string& op, const std::vector<std::string>& routers, int timeout_ms,
+           const Target& t) {
   const auto [model, version] = SplitVersion(t.model);
   ControlOptions options;
   options.workers = t.workers;
@@ -93,11 +94,11 @@ int Manage(const std::string& op, const std::string& router, int timeout_ms, con
   std::future<void> done = finished.get_future();
   std::thread progress;
   if (op == "load") {
-    progress = std::thread([&] { ShowProgress(router, model, version, done); });
+    progress = std::thread([&] { ShowProgress(routers, model, version, done); });
   }
   int code = 0;
   try {
-    Client client(router);
+    Client client(routers, {});
     const auto reply = op == "load" ? client.Load(model, version, options)
                                     : client.Unload(model, version, options);
     finished.set_value();
@@ -113,8 +114,8 @@ int Manage(const std::string& op, const std::string& router, int timeout_ms, con
   return code;
 }
 
-int List(const std::string& router, int timeout_ms, bool json) {
-  Client client(router);
+int List(const std::vector<std::string>& routers, int timeout_ms, bool json) {
+  Client client(routers, {});
   const auto status = client.Status(milliseconds(timeout_ms));
   if (json) {
     nlohmann::json out = nlohmann::json::array();
@@ -148,7 +149,8 @@ int List(const std::string& router, int timeout_ms, bool json) {
 
 }  // namespace
 
-void AddModelsCommand(CLI::App& app, const std::string& router, const int& timeout_ms) {
+void AddModelsCommand(CLI::App& app, const std::vector<std::string>& routers,
+                      const int& timeout_ms) {
   auto* models = app.add_subcommand("models", "load, unload and list model versions");
   models->require_subcommand(1);
   // Shared by the subcommands: only one of them runs.
@@ -170,17 +172,17 @@ void AddModelsCommand(CLI::App& app, const std::string& router, const int& timeo
                 ? "load a version from the workers' repositories; older ones retire by policy"
                 : "take a model (or one version) out of service and free it");
     add_target(cmd);
-    cmd->callback([op, target, &router, &timeout_ms] {
-      if (const int code = Manage(op, router, timeout_ms, *target); code != 0) {
+    cmd->callback([op, target, &routers, &timeout_ms] {
+      if (const int code = Manage(op, routers, timeout_ms, *target); code != 0) {
         throw CLI::RuntimeError(code);
       }
     });
   }
   auto* list = models->add_subcommand("list", "every model version on every worker, with state");
   list->add_flag("--json", target->json, "print JSON");
-  list->callback([target, &router, &timeout_ms] {
+  list->callback([target, &routers, &timeout_ms] {
     try {
-      List(router, timeout_ms, target->json);
+      List(routers, timeout_ms, target->json);
     } catch (const Error& e) {
       std::fprintf(stderr, "emberctl: %s: %s\n", std::string(ErrorCodeName(e.code())).c_str(),
                    e.what());

@@ -4,13 +4,15 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace ember::ctl {
 
 // Adds the "models" subcommand to `app`. `router` and `timeout_ms` are the
 // global flags, read when the command runs. A failure prints the reason
 // and ends emberctl with a non-zero exit code.
-void AddModelsCommand(CLI::App& app, const std::string& router, const int& timeout_ms);
+void AddModelsCommand(CLI::App& app, const std::vector<std::string>& routers,
+                      const int& timeout_ms);
 
 }  // namespace ember::ctl
 

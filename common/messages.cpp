@@ -323,7 +323,7 @@ bool Decode(std::string_view bytes, ErrorBody* out, std::string* error) {
 std::string Encode(const ReadyBody& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(6);
+  pk.pack_map(7);
   PackField(pk, "device", body.device);
   PackField(pk, "capacity", body.capacity);
   PackField(pk, "weight", body.weight);
@@ -331,6 +331,7 @@ std::string Encode(const ReadyBody& body) {
   PackField(pk, "rss_bytes", body.rss_bytes);
   PackKey(pk, "models");
   PackModels(pk, body.models);
+  PackStrings(pk, "routers", body.routers);
   return ToString(buffer);
 }
 
@@ -343,6 +344,7 @@ bool Decode(std::string_view bytes, ReadyBody* out, std::string* error) {
          Read(map, "weight", &out->weight, Need::kOptional, error) &&
          Read(map, "session", &out->session, Need::kOptional, error) &&
          Read(map, "rss_bytes", &out->rss_bytes, Need::kOptional, error) &&
+         Read(map, "routers", &out->routers, Need::kOptional, error) &&
          ReadModels(map, &out->models, error);
 }
 
@@ -424,7 +426,7 @@ std::string Encode(const StatusReply& body) {
   PackKey(pk, "workers");
   pk.pack_array(static_cast<std::uint32_t>(body.workers.size()));
   for (const auto& w : body.workers) {
-    pk.pack_map(14);
+    pk.pack_map(15);
     PackField(pk, "id", w.id);
     PackField(pk, "device", w.device);
     PackKey(pk, "models");
@@ -440,6 +442,7 @@ std::string Encode(const StatusReply& body) {
     PackField(pk, "p99_ms", w.p99_ms);
     PackField(pk, "rss_bytes", w.rss_bytes);
     PackField(pk, "health", w.health);
+    PackStrings(pk, "routers", w.routers);
   }
   PackKey(pk, "models");
   pk.pack_array(static_cast<std::uint32_t>(body.models.size()));
@@ -485,7 +488,8 @@ bool Decode(std::string_view bytes, StatusReply* out, std::string* error) {
         !Read(item, "p50_ms", &w.p50_ms, Need::kOptional, error) ||
         !Read(item, "p99_ms", &w.p99_ms, Need::kOptional, error) ||
         !Read(item, "rss_bytes", &w.rss_bytes, Need::kOptional, error) ||
-        !Read(item, "health", &w.health, Need::kOptional, error)) {
+        !Read(item, "health", &w.health, Need::kOptional, error) ||
+        !Read(item, "routers", &w.routers, Need::kOptional, error)) {
       return false;
     }
     out->workers.push_back(std::move(w));

@@ -74,6 +74,9 @@ struct ReadyBody {
   std::uint64_t session = 0;
   std::uint64_t rss_bytes = 0;  // the worker process's resident memory
   std::vector<ModelInfo> models;
+  // The router backends this worker is attached to (live links, as the worker names them);
+  // with several routers, `capacity` is this router's share (docs/balancing.md "Credits").
+  std::vector<std::string> routers{};
 };
 
 // What a CONTROL asks. From a client to the router: any; from the router to a worker: load
@@ -132,6 +135,7 @@ struct WorkerStatus {
   // "healthy", "slow", "erroring" (router/worker_health.h); empty from an
   // older router.
   std::string health{};
+  std::vector<std::string> routers{};  // what its READY says it is attached to
 };
 struct ModelStatus {
   std::string name;

@@ -59,6 +59,21 @@ std::vector<zmq::message_t> Encode(Command command, std::uint64_t request_id,
   return frames;
 }
 
+std::optional<std::uint64_t> RequestIdOf(std::span<const zmq::message_t> frames) {
+  if (frames.size() != kFrameCount || frames[2].size() != sizeof(std::uint64_t)) {
+    return std::nullopt;
+  }
+  std::uint64_t id = 0;
+  std::memcpy(&id, frames[2].data(), sizeof id);
+  return id;
+}
+
+bool SetRequestId(std::span<zmq::message_t> frames, std::uint64_t request_id) {
+  if (frames.size() != kFrameCount || frames[2].size() != sizeof request_id) return false;
+  std::memcpy(frames[2].data(), &request_id, sizeof request_id);
+  return true;
+}
+
 std::optional<Message> Decode(std::span<zmq::message_t> frames, std::string* error) {
   if (frames.size() != kFrameCount) {
     *error =

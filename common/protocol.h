@@ -53,6 +53,12 @@ inline std::vector<zmq::message_t> Encode(const Message& message) {
   return Encode(message.command, message.request_id, message.body);
 }
 
+// The request id of four protocol frames, read or rewritten in place without touching the
+// body (a worker maps its own job ids back to the id each router gave). nullopt / false when
+// the frames are not four or frame 2 is not 8 bytes.
+std::optional<std::uint64_t> RequestIdOf(std::span<const zmq::message_t> frames);
+bool SetRequestId(std::span<zmq::message_t> frames, std::uint64_t request_id);
+
 // Decodes the four protocol frames. On failure returns nullopt and sets
 // *error to a reason fit for a BAD_REQUEST reply.
 std::optional<Message> Decode(std::span<zmq::message_t> frames, std::string* error);

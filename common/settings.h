@@ -188,6 +188,10 @@ class Table {
           return s + "]";
         },
         [](const toml::node& n) -> std::optional<std::vector<std::string>> {
+          // One string is a list of one, so a setting that became a list reads older files.
+          if (const auto one = n.value<std::string>(); one && n.is_string()) {
+            return std::vector<std::string>{*one};
+          }
           const toml::array* a = n.as_array();
           if (a == nullptr) return std::nullopt;
           std::vector<std::string> out;
@@ -198,7 +202,7 @@ class Table {
           }
           return out;
         },
-        "an array of strings",
+        "a string or an array of strings",
         [](CLI::Option* o) { o->multi_option_policy(CLI::MultiOptionPolicy::TakeAll); });
   }
 

@@ -16,7 +16,7 @@ ClientPool::Lease ClientPool::Acquire() {
     }
   }
   // Connecting is lazy in ZeroMQ, so this is cheap and needs no lock.
-  return Lease(this, std::make_unique<Client>(endpoint_));
+  return Lease(this, std::make_unique<Client>(endpoints_, ClientOptions{}));
 }
 
 std::size_t ClientPool::idle() const {

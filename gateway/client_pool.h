@@ -19,7 +19,7 @@ namespace ember::gateway {
 
 class ClientPool {
  public:
-  explicit ClientPool(std::string endpoint) : endpoint_(std::move(endpoint)) {}
+  explicit ClientPool(std::vector<std::string> endpoints) : endpoints_(std::move(endpoints)) {}
 
   // A Client on loan; returned to the pool when the lease ends, unless
   // Discard() was called (after the router went silent, a fresh socket is
@@ -49,7 +49,7 @@ class ClientPool {
  private:
   void Release(std::unique_ptr<Client> client);
 
-  const std::string endpoint_;
+  const std::vector<std::string> endpoints_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Client>> idle_;
 };

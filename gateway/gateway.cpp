@@ -1,5 +1,6 @@
 #include "gateway/gateway.h"
 
+#include <fmt/ranges.h>
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
@@ -69,7 +70,7 @@ void Serve(GatewayMetrics& metrics, const char* route, httplib::Response& respon
 
 Gateway::Gateway(GatewayOptions options)
     : options_(std::move(options)),
-      pool_(options_.router),
+      pool_(options_.routers),
       server_(std::make_unique<httplib::Server>()) {
   httplib::Server& server = *server_;
   const auto threads = static_cast<std::size_t>(options_.threads);
@@ -212,8 +213,8 @@ void Gateway::Health(httplib::Response& response) {
   } catch (const Error& e) {
     client.Discard();
     body = {{"status", "unavailable"},
-            {"reason", "router " + options_.router + ": " + std::string(ErrorCodeName(e.code())) +
-                           ": " + e.what()}};
+            {"reason", "routers " + fmt::format("{}", fmt::join(options_.routers, ",")) + ": " +
+                           std::string(ErrorCodeName(e.code())) + ": " + e.what()}};
     response.status = 503;
   }
   response.set_content(body.dump(), kJson);

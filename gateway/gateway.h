@@ -29,11 +29,12 @@ namespace ember::gateway {
 struct GatewayOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (Bind() says which)
-  std::string router = "tcp://127.0.0.1:5555";
+  // Router frontends; with several, each request fails over to the next (client/client.h).
+  std::vector<std::string> routers = {"tcp://127.0.0.1:5555"};
   int threads = 8;                            // HTTP handler threads = requests handled at once
   std::chrono::milliseconds timeout{30'000};  // per request, as the router enforces it
-  std::chrono::milliseconds health_timeout{2'000};     // for GET /health
-  int attempts = 1;                                    // ember::EmbedOptions::attempts
+  std::chrono::milliseconds health_timeout{2'000};  // for GET /health
+  int attempts = 0;  // ember::EmbedOptions::attempts (0: one per router)
   std::size_t max_body_bytes = std::size_t{16} << 20;  // larger bodies get 413
   std::string default_model;                           // for TEI /embed without "model"
 };

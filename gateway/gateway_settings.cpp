@@ -18,9 +18,12 @@ const settings::Table<GatewayConfig>& GatewaySettings() {
         .Doc(
             "HTTP address. Behind a reverse proxy keep it on 127.0.0.1; ports below 1024 need\n"
             "CAP_NET_BIND_SERVICE, which the systemd unit does not grant.");
-    t.Text(
-         "router", "router frontend endpoint", [](auto& c) -> auto& { return c.gateway.router; })
-        .Doc("The router's frontend (the same endpoint SDK clients use).");
+    t.TextList(
+         "router", "router frontend endpoint (repeat for several routers)",
+         [](auto& c) -> auto& { return c.gateway.routers; })
+        .Doc(
+            "The routers' frontends (the endpoints SDK clients use). With several, a request\n"
+            "that gets no answer from one is sent to the next.");
     t.Int(
          "threads", "HTTP handler threads (requests served at once)",
          [](auto& c) -> auto& { return c.gateway.threads; }, 1, 4096)
@@ -39,10 +42,10 @@ const settings::Table<GatewayConfig>& GatewaySettings() {
         .Doc("How long GET /health waits for the router.");
     t.Int(
          "attempts", "tries per request when the router is silent or answers UNAVAILABLE",
-         [](auto& c) -> auto& { return c.gateway.attempts; }, 1, 10)
+         [](auto& c) -> auto& { return c.gateway.attempts; }, 0, 10)
         .Doc(
             "Tries when the router is silent or answers UNAVAILABLE (embedding is idempotent,\n"
-            "so resending is safe).");
+            "so resending is safe); 0: one per router.");
     t.Int(
          "max-body-bytes", "larger request bodies get 413",
          [](auto& c) -> auto& { return c.gateway.max_body_bytes; }, 1024, std::int64_t{1} << 32)

@@ -1,5 +1,6 @@
 // ember-gateway: OpenAI- and TEI-compatible HTTP API for an ember cluster.
 // See gateway/gateway.h.
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
     const int port = server.Bind();
     // Tests read the port from this line when they ask for port 0.
     spdlog::info("ember-gateway listening on http://{}:{}, router {}, {} threads", options.host,
-                 port, options.router, options.threads);
+                 port, fmt::join(options.routers, ","), options.threads);
     server.Run(shutdown.flag());
   } catch (const std::exception& e) {
     spdlog::critical("ember-gateway: {}", e.what());

@@ -27,6 +27,7 @@ protocol::StatusReply StatusOf(const StatusInputs& in) {
     ws.p50_ms = w.latency.PercentileMs(0.5);
     ws.p99_ms = w.latency.PercentileMs(0.99);
     ws.rss_bytes = w.rss_bytes;
+    ws.routers = w.routers;
     ws.health = std::string(HealthName(in.health.Of(id)));
     status.workers.push_back(std::move(ws));
   }

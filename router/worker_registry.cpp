@@ -37,6 +37,7 @@ std::vector<std::uint64_t> WorkerRegistry::Register(const std::string& id,
   w.capacity = std::max<std::uint32_t>(ready.capacity, 1);
   w.weight = ready.weight > 0 ? ready.weight : 1.0;
   w.rss_bytes = ready.rss_bytes;
+  w.routers = std::move(ready.routers);
   w.models = std::move(ready.models);
   w.last_seen = now;
   return orphans;

@@ -24,6 +24,7 @@ struct WorkerState {
   std::string device;
   std::uint64_t session = 0;  // the worker process's READY session
   std::uint64_t rss_bytes = 0;
+  std::vector<std::string> routers;  // the routers its READY says it is attached to
   std::uint32_t capacity = 0;
   double weight = 1.0;  // for weighted round robin and adaptive
   std::vector<protocol::ModelInfo> models;

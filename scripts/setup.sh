@@ -12,7 +12,7 @@ PACKAGES=(
   libutf8proc-dev nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev
   libtorch-dev python3-torch
   # ember-gateway (HTTP API), the Python client and its tests, systemd unit checks.
-  libcpp-httplib-dev python3-zmq python3-msgpack curl systemd
+  libcpp-httplib-dev python3-zmq python3-msgpack python3-yaml curl systemd
   # Debian's LibTorch calls libblas.so.3; without OpenBLAS that resolves to
   # the reference BLAS, which is ~25x slower.
   libopenblas0-openmp

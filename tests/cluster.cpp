@@ -18,27 +18,52 @@ std::string RouterBinary() { return EMBER_ROUTER_BIN; }
 std::string WorkerBinary() { return EMBER_WORKER_BIN; }
 std::string TinyModelDir() { return EMBER_TINY_DIR; }
 
+namespace {
+
+// Router 0 keeps the names a one-router cluster always had.
+std::string Numbered(const std::string& name, std::size_t i) {
+  return i == 0 ? name : name + std::to_string(i);
+}
+
+}  // namespace
+
 Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {
-  frontend_ = "ipc://" + (dir_.path() / "frontend").string();
-  backend_ = "ipc://" + (dir_.path() / "backend").string();
-  StartRouter();
+  for (std::size_t i = 0; i < static_cast<std::size_t>(std::max(options_.routers, 1)); ++i) {
+    routers_.push_back({.frontend = "ipc://" + (dir_.path() / Numbered("frontend", i)).string(),
+                        .backend = "ipc://" + (dir_.path() / Numbered("backend", i)).string(),
+                        .process = nullptr});
+    StartRouter(i);
+  }
   for (int i = 0; i < options_.workers; ++i) AddWorker("w" + std::to_string(i + 1));
 }
 
-void Cluster::StartRouter() {
-  std::vector<std::string> argv = {RouterBinary(), "--frontend", frontend_, "--backend", backend_};
+std::string Cluster::frontends() const {
+  std::string list;
+  for (const auto& r : routers_) list += (list.empty() ? "" : ",") + r.frontend;
+  return list;
+}
+
+void Cluster::StartRouter(std::size_t i) {
+  RouterProcess& r = routers_.at(i);
+  std::vector<std::string> argv = {RouterBinary(), "--frontend", r.frontend, "--backend",
+                                   r.backend};
   argv.insert(argv.end(), options_.router_args.begin(), options_.router_args.end());
-  router_ = std::make_unique<Process>(argv, (dir_.path() / "router.log").string());
+  r.process =
+      std::make_unique<Process>(argv, (dir_.path() / (Numbered("router", i) + ".log")).string());
 }
 
-void Cluster::RestartRouter() {
-  router_->Signal(SIGKILL);
-  StartRouter();
+void Cluster::RestartRouter(std::size_t i) {
+  KillRouter(i);
+  StartRouter(i);
 }
 
-void Cluster::AddWorker(const std::string& id) {
-  std::vector<std::string> argv = {WorkerBinary(), "--router", backend_, "--id", id,
-                                   "--threads",    "1"};
+void Cluster::AddWorker(const std::string& id, const std::vector<std::size_t>& routers) {
+  std::vector<std::string> argv = {WorkerBinary(), "--id", id, "--threads", "1"};
+  for (std::size_t i = 0; i < routers_.size(); ++i) {
+    if (!routers.empty() && std::ranges::find(routers, i) == routers.end()) continue;
+    argv.push_back("--router");
+    argv.push_back(routers_[i].backend);
+  }
   for (const auto& m : options_.models) {
     argv.push_back("--model");
     argv.push_back(m);
@@ -50,12 +75,13 @@ void Cluster::AddWorker(const std::string& id) {
 Cluster::~Cluster() {
   if (::testing::Test::HasFailure()) DumpLogs();
   workers_.clear();
-  router_.reset();
+  for (auto& r : routers_) r.process.reset();
 }
 
-bool Cluster::WaitForWorkers(std::size_t workers, std::chrono::milliseconds timeout) {
+bool Cluster::WaitForWorkers(std::size_t workers, std::chrono::milliseconds timeout,
+                             std::size_t router) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  Client client(frontend_, options_.client_curve);
+  Client client(frontend(router), options_.client_curve);
   while (std::chrono::steady_clock::now() < deadline) {
     try {
       // Registered and serving: models given at startup load in the background.
@@ -74,8 +100,8 @@ bool Cluster::WaitForWorkers(std::size_t workers, std::chrono::milliseconds time
   return false;
 }
 
-std::string Cluster::RouterLog() const {
-  std::ifstream in(dir_.path() / "router.log");
+std::string Cluster::RouterLog(std::size_t i) const {
+  std::ifstream in(dir_.path() / (Numbered("router", i) + ".log"));
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 

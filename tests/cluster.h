@@ -1,8 +1,10 @@
-// A real ember cluster for tests: one ember-router and N ember-worker
-// processes on ipc:// endpoints in a fresh temporary directory, torn down
-// (and their logs printed, if the test failed) when the object goes away.
+// A real ember cluster for tests: ember-router processes (one unless told) and N ember-worker
+// processes attached to all of them, on ipc:// endpoints in a fresh temporary directory, torn
+// down (and their logs printed, if the test failed) when the object goes away.
 #ifndef EMBER_TESTS_CLUSTER_H_
 #define EMBER_TESTS_CLUSTER_H_
+
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
@@ -17,6 +19,7 @@
 namespace ember::testing {
 
 struct ClusterOptions {
+  int routers = 1;
   int workers = 2;
   std::vector<std::string> models;  // --model flags given to every worker
   std::vector<std::string> router_args;
@@ -30,33 +33,40 @@ class Cluster {
   explicit Cluster(ClusterOptions options);
   ~Cluster();
 
-  const std::string& frontend() const { return frontend_; }
-  const std::string& backend() const { return backend_; }
+  const std::string& frontend(std::size_t router = 0) const { return routers_.at(router).frontend; }
+  const std::string& backend(std::size_t router = 0) const { return routers_.at(router).backend; }
+  // Every router's frontend, comma-separated, as clients take a list.
+  std::string frontends() const;
 
-  // Waits (bounded) until the router lists `workers` workers with no model still LOADING;
+  // Waits (bounded) until `router` lists `workers` workers with no model still LOADING;
   // false on timeout.
   bool WaitForWorkers(std::size_t workers,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(60));
+                      std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                      std::size_t router = 0);
 
-  Process& router() { return *router_; }
+  Process& router(std::size_t i = 0) { return *routers_.at(i).process; }
   Process& worker(std::size_t i) { return *workers_.at(i); }
-  // Starts one more worker with routing id `id`.
-  void AddWorker(const std::string& id);
-  // Kills the router with SIGKILL and starts a new one on the same endpoints.
-  void RestartRouter();
+  // Starts one more worker with routing id `id`, attached to `routers` (empty: all).
+  void AddWorker(const std::string& id, const std::vector<std::size_t>& routers = {});
+  // Kills router `i` with SIGKILL and starts a new one on the same endpoints.
+  void RestartRouter(std::size_t i = 0);
+  void KillRouter(std::size_t i) { routers_.at(i).process->Signal(SIGKILL); }
+  void StartRouter(std::size_t i);
 
   // Prints every process log to stderr (used when a test fails).
   void DumpLogs() const;
-  // What the (current) router has logged so far.
-  std::string RouterLog() const;
+  // What router `i` (every process that ran as it) has logged so far.
+  std::string RouterLog(std::size_t i = 0) const;
 
  private:
-  void StartRouter();
+  struct RouterProcess {
+    std::string frontend, backend;
+    std::unique_ptr<Process> process;
+  };
 
   ClusterOptions options_;
   TempDir dir_;
-  std::string frontend_, backend_;
-  std::unique_ptr<Process> router_;
+  std::vector<RouterProcess> routers_;
   std::vector<std::unique_ptr<Process>> workers_;
 };
 

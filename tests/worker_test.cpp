@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -29,12 +30,29 @@ std::optional<ModelState> StateIn(const protocol::ReadyBody& ready, const std::s
   return std::nullopt;
 }
 
+// How a harness's worker is set up.
+struct HarnessSetup {
+  std::vector<std::uint32_t> gated{};  // versions whose load waits for the gate
+  std::string policy = "latest";
+  int routers = 1;
+  std::uint32_t capacity = 256;
+  int liveness = 20;  // x 100 ms heartbeats
+};
+
 // A worker serving repository REPO/m/{1,2} (fake backends tagged with their version), with
-// the load of every version in `gated` held until its gate opens.
+// the load of every version in `gated` held until its gate opens, attached to `routers`
+// scripted routers.
 class WorkerHarness {
  public:
   explicit WorkerHarness(std::vector<std::uint32_t> gated = {}, std::string policy = "latest")
-      : endpoint_("ipc://" + (dir_.path() / "backend").string()), router_(endpoint_) {
+      : WorkerHarness(HarnessSetup{.gated = std::move(gated), .policy = std::move(policy)}) {}
+  explicit WorkerHarness(HarnessSetup setup) {
+    for (int i = 0; i < setup.routers; ++i) {
+      endpoints_.push_back("ipc://" + (dir_.path() / ("backend" + std::to_string(i))).string());
+      routers_.push_back(std::make_unique<ScriptedRouter>(endpoints_.back()));
+    }
+    const auto& gated = setup.gated;
+    const auto& policy = setup.policy;
     for (const char* v : {"1", "2"})
       std::filesystem::create_directories(dir_.path() / "repo/m" / v);
     worker::ModelSource source;
@@ -49,9 +67,11 @@ class WorkerHarness {
       return std::make_unique<FakeBackend>(static_cast<float>(spec.version));
     };
     worker::WorkerOptions options;
-    options.router = endpoint_;
+    options.routers = endpoints_;
     options.id = "w";
+    options.capacity = setup.capacity;
     options.heartbeat_interval = 100ms;
+    options.liveness = setup.liveness;
     worker_ = std::make_unique<worker::Worker>(options, std::move(source));
     thread_ = std::thread([this] { worker_->Run(stop_); });
   }
@@ -61,21 +81,31 @@ class WorkerHarness {
     thread_.join();
   }
 
-  ScriptedRouter& router() { return router_; }
+  ScriptedRouter& router(std::size_t i = 0) { return *routers_[i]; }
+  const std::string& endpoint(std::size_t i) const { return endpoints_[i]; }
   Gate& gate() { return gate_; }
 
-  // Waits for a READY with m:version in `state`.
-  bool WaitFor(std::uint32_t version, std::optional<ModelState> state) {
-    return router_
+  // Waits for a READY with m:version in `state`; nullopt: gone, from a READY in which another
+  // version of m is READY (so the READYs from before the version came do not count).
+  bool WaitFor(std::uint32_t version, std::optional<ModelState> state,
+               std::chrono::milliseconds limit = 10s) {
+    return router()
         .WaitForReady(
-            [&](const protocol::ReadyBody& r) { return StateIn(r, "m", version) == state; })
+            [&](const protocol::ReadyBody& r) {
+              if (state) return StateIn(r, "m", version) == state;
+              return !StateIn(r, "m", version) &&
+                     std::ranges::any_of(r.models, [&](const protocol::ModelInfo& m) {
+                       return m.name == "m" && m.state == ModelState::kReady;
+                     });
+            },
+            limit)
         .has_value();
   }
 
  private:
   TempDir dir_;
-  const std::string endpoint_;
-  ScriptedRouter router_;
+  std::vector<std::string> endpoints_;
+  std::vector<std::unique_ptr<ScriptedRouter>> routers_;
   Gate gate_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<worker::Worker> worker_;
@@ -144,6 +174,71 @@ TEST(WorkerTest, UnloadOfALoadingVersionIsRefused) {
   ASSERT_TRUE(h.WaitFor(2, ModelState::kReady));
   EXPECT_EQ(ServedBy(h.router().Embed("m", 0, {"x"})), 2);
   EXPECT_EQ(ServedBy(h.router().Embed("m", 1, {"x"})), 1);
+}
+
+// Issue 16: a worker on two routers. Each live router is announced half the capacity, and the
+// READYs name both routers.
+TEST(WorkerTest, TwoRoutersShareTheCapacity) {
+  WorkerHarness h(HarnessSetup{.routers = 2, .capacity = 64});
+  auto halves = [&](const protocol::ReadyBody& r) {
+    return r.capacity == 32 && r.routers.size() == 2;
+  };
+  // Both routers must be heard for both to count: serve one while waiting on the other.
+  std::thread b([&] { h.router(1).Serve(1500ms); });
+  const auto a_ready = h.router(0).WaitForReady(halves, 3s);
+  b.join();
+  ASSERT_TRUE(a_ready.has_value()) << "router A never got half the capacity";
+  EXPECT_TRUE(h.router(1).WaitForReady(halves, 100ms).has_value());
+  EXPECT_EQ(a_ready->routers, (std::vector<std::string>{h.endpoint(0), h.endpoint(1)}));
+}
+
+// A router that falls silent gives its share back: the one left is announced all of it.
+TEST(WorkerTest, SilentRouterGivesItsShareBack) {
+  WorkerHarness h(HarnessSetup{.routers = 2, .capacity = 64, .liveness = 3});
+  std::thread b([&] { h.router(1).Serve(800ms); });
+  ASSERT_TRUE(h.router(0).WaitForReady([](const auto& r) { return r.capacity == 32; }, 3s));
+  b.join();  // B is silent from now on
+  const auto alone = h.router(0).WaitForReady(
+      [&](const auto& r) { return r.capacity == 64 && r.routers.size() == 1; }, 3s);
+  ASSERT_TRUE(alone.has_value()) << "A never got B's share";
+  EXPECT_EQ(alone->routers, std::vector<std::string>{h.endpoint(0)});
+}
+
+// Both routers number their requests from 1: the worker must answer each on its own link, with
+// its own id, and not mix them up.
+TEST(WorkerTest, RepliesGoBackToTheRouterThatAsked) {
+  WorkerHarness h(HarnessSetup{.routers = 2});
+  ASSERT_TRUE(h.WaitFor(1, ModelState::kReady));
+  ASSERT_TRUE(
+      h.router(1).WaitForReady([](const auto& r) { return StateIn(r, "m", 1).has_value(); }));
+  const std::uint64_t a = h.router(0).SendEmbed("m", {"one"});
+  const std::uint64_t b = h.router(1).SendEmbed("m", {"one", "two", "three"});
+  ASSERT_EQ(a, b) << "the test wants the same id from both routers";
+  auto count = [](const std::optional<protocol::Message>& m) -> int {
+    protocol::EmbedReply reply;
+    std::string error;
+    if (!m || m->command != protocol::Command::kReply) return -1;
+    return protocol::Decode(m->body, &reply, &error) ? static_cast<int>(reply.count) : -1;
+  };
+  EXPECT_EQ(count(h.router(0).AwaitAnswer(a)), 1);
+  EXPECT_EQ(count(h.router(1).AwaitAnswer(b)), 3);
+}
+
+// A retired version is freed only once every live router has acknowledged the READY that took
+// it out of service: until then the silent one may still send it requests.
+TEST(WorkerTest, DrainWaitsForEveryLiveRouter) {
+  WorkerHarness h(HarnessSetup{.routers = 2});
+  std::thread b([&] { h.router(1).Serve(600ms); });
+  ASSERT_TRUE(h.WaitFor(1, ModelState::kReady));
+  b.join();
+  // B stops acknowledging (it is still live: heard well within 20 heartbeats).
+  const auto loaded = h.router(0).Control(protocol::ControlOp::kLoad, "m", 2);
+  ASSERT_TRUE(loaded.ok) << loaded.message;
+  ASSERT_TRUE(h.WaitFor(1, ModelState::kUnloading));
+  EXPECT_FALSE(h.WaitFor(1, std::nullopt, 400ms))
+      << "v1 was freed before router B acknowledged its retirement";
+  h.router(1).Serve(200ms);  // B catches up and acknowledges
+  EXPECT_TRUE(h.WaitFor(1, std::nullopt)) << "v1 was never freed";
 }
 
 }  // namespace

@@ -4,9 +4,11 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <stdexcept>
 #include <zmq_addon.hpp>
 
 #include "common/protocol.h"
@@ -14,7 +16,6 @@
 namespace ember::worker {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using protocol::Command;
 using protocol::ModelState;
 
@@ -43,12 +44,20 @@ Worker::Worker(WorkerOptions options, ModelSource source)
       loads_(context_, zmq::socket_type::pull),
       repository_(std::move(source.repository)),
       startup_(std::move(source.startup)),
-      lifecycle_(options_.id, repository_.get(), options_.heartbeat_interval * options_.liveness),
-      reconnect_delay_(options_.heartbeat_interval) {
+      lifecycle_(options_.id, repository_.get(), options_.heartbeat_interval * options_.liveness) {
+  if (options_.routers.empty()) throw std::invalid_argument("a worker needs at least one router");
   results_.set(zmq::sockopt::linger, 0);
   results_.bind(kResultsEndpoint);
   loads_.set(zmq::sockopt::linger, 0);
   loads_.bind(kLoadsEndpoint);
+  for (const std::string& endpoint : options_.routers) {
+    links_.push_back(std::make_unique<RouterLink>(
+        context_, RouterLink::Options{.endpoint = endpoint,
+                                      .id = options_.id,
+                                      .heartbeat_interval = options_.heartbeat_interval,
+                                      .liveness = options_.liveness,
+                                      .curve = options_.curve}));
+  }
   if (repository_) {
     loader_ = std::make_unique<AsyncLoader>(context_, kLoadsEndpoint, std::move(source.load));
   }
@@ -59,168 +68,194 @@ Worker::~Worker() {
   runners_.clear();  // joins runner threads before their sockets' context goes
 }
 
-void Worker::Connect() {
-  router_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::dealer);
-  router_->set(zmq::sockopt::routing_id, options_.id);
-  router_->set(zmq::sockopt::linger, 0);
-  router_->set(zmq::sockopt::sndhwm, 100'000);
-  router_->set(zmq::sockopt::rcvhwm, 100'000);
-  router_->set(zmq::sockopt::reconnect_ivl, 100);
-  router_->set(zmq::sockopt::reconnect_ivl_max, 2000);
-  // Never block the socket thread on a send: with the connection gone (a router down, or one
-  // that refused our key) there is nowhere to queue, and liveness reconnects us anyway.
-  router_->set(zmq::sockopt::sndtimeo, 0);
-  curve::MakeClient(*router_, options_.curve);
-  router_->connect(options_.router);
-  router_seen_ = Clock::now();
-  SendReady();
+std::size_t Worker::LiveLinks(Clock::time_point now) const {
+  return static_cast<std::size_t>(std::count_if(
+      links_.begin(), links_.end(), [now](const auto& link) { return link->Live(now); }));
 }
 
-void Worker::SendReady() {
+std::uint32_t Worker::ShareFor(std::size_t link, Clock::time_point now) const {
+  // A link not yet live is counted as joining, so that it never gets more than its share.
+  const std::size_t sharing = LiveLinks(now) + (links_[link]->Live(now) ? 0 : 1);
+  return std::max<std::uint32_t>(1, options_.capacity / static_cast<std::uint32_t>(sharing));
+}
+
+void Worker::SendReady(std::size_t link, std::uint64_t seq) {
+  const auto now = Clock::now();
   protocol::ReadyBody ready;
   ready.device = options_.device;
-  ready.capacity = options_.capacity;
+  ready.capacity = ShareFor(link, now);
   ready.weight = options_.weight;
   ready.session = session_;
   ready.rss_bytes = ResidentBytes();
   ready.models = lifecycle_.Snapshot();
-  protocol::SendDealt(*router_, Command::kReady, ++ready_seq_, protocol::Encode(ready));
+  for (const auto& l : links_) {
+    if (l->Live(now)) ready.routers.push_back(l->endpoint());
+  }
+  links_[link]->Send(Command::kReady, seq, protocol::Encode(ready));
+  spdlog::debug("worker '{}' sent READY {} to {} (capacity {}, {} model versions)", options_.id,
+                seq, links_[link]->endpoint(), ready.capacity, ready.models.size());
+}
+
+void Worker::AnnounceAll() {
+  const std::uint64_t seq = ++ready_seq_;
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    if (links_[i]->socket() != nullptr) SendReady(i, seq);
+  }
   // Stamped now that it has gone out: drains it announced wait for its acknowledgement.
-  lifecycle_.Announced(ready_seq_, Clock::now());
-  spdlog::debug("worker '{}' sent READY {} ({} model versions)", options_.id, ready_seq_,
-                ready.models.size());
+  lifecycle_.Announced(seq, Clock::now());
+  live_announced_ = LiveLinks(Clock::now());
+}
+
+void Worker::UpdateAcked(Clock::time_point now) {
+  // Every live router must have seen the announcement before a drained version goes; a
+  // silent one is left to the lifecycle's fallback (and re-registers from scratch).
+  std::uint64_t acked = 0;
+  bool any = false;
+  for (const auto& link : links_) {
+    if (!link->Live(now)) continue;
+    acked = any ? std::min(acked, link->acked()) : link->acked();
+    any = true;
+  }
+  if (any) lifecycle_.Acked(acked);
 }
 
 void Worker::Run(const std::atomic<bool>& stop) {
-  Connect();
-  spdlog::info("worker '{}' registering with router {}", options_.id, options_.router);
+  const auto start = Clock::now();
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    links_[i]->Connect(start);
+    SendReady(i, ++ready_seq_);
+    spdlog::info("worker '{}' registering with router {}", options_.id, links_[i]->endpoint());
+  }
   for (const auto& [model, version] : startup_) Apply(lifecycle_.Load(model, version, 0));
-  auto next_heartbeat = Clock::now() + options_.heartbeat_interval;
   const auto tick = std::min<std::chrono::milliseconds>(options_.heartbeat_interval,
                                                         std::chrono::milliseconds(50));
+  std::vector<zmq::pollitem_t> items;
+  std::vector<std::size_t> polled;  // link index of each router item
   while (!stop.load()) {
-    zmq::pollitem_t items[] = {
-        {router_->handle(), 0, ZMQ_POLLIN, 0},
-        {results_.handle(), 0, ZMQ_POLLIN, 0},
-        {loads_.handle(), 0, ZMQ_POLLIN, 0},
-    };
-    zmq::poll(items, 3, tick);
-    if (items[0].revents & ZMQ_POLLIN) HandleRouter();
-    if (items[1].revents & ZMQ_POLLIN) ForwardResults();
-    if (items[2].revents & ZMQ_POLLIN) FinishLoads();
+    items.clear();
+    polled.clear();
+    items.push_back({results_.handle(), 0, ZMQ_POLLIN, 0});
+    items.push_back({loads_.handle(), 0, ZMQ_POLLIN, 0});
+    for (std::size_t i = 0; i < links_.size(); ++i) {
+      if (zmq::socket_t* socket = links_[i]->socket()) {
+        items.push_back({socket->handle(), 0, ZMQ_POLLIN, 0});
+        polled.push_back(i);
+      }
+    }
+    zmq::poll(items.data(), items.size(), tick);
+    for (std::size_t k = 0; k < polled.size(); ++k) {
+      if (items[k + 2].revents & ZMQ_POLLIN) HandleRouter(polled[k]);
+    }
+    if (items[0].revents & ZMQ_POLLIN) ForwardResults();
+    if (items[1].revents & ZMQ_POLLIN) FinishLoads();
 
     const auto now = Clock::now();
+    for (std::size_t i = 0; i < links_.size(); ++i) {
+      // A dropped link changes the live set (below); a reopened one registers afresh.
+      if (links_[i]->Tick(now) == RouterLink::Step::kReconnect) SendReady(i, ++ready_seq_);
+      if (links_[i]->HeartbeatDue(now)) links_[i]->Send(Command::kHeartbeat, 0, {});
+    }
+    // A router joined or fell silent: every router's share of our capacity changed.
+    if (LiveLinks(now) != live_announced_) AnnounceAll();
+    UpdateAcked(now);
     Apply(lifecycle_.FreeDrained(now, [this](const ModelKey& key) {
       auto it = runners_.find(key);
       return it == runners_.end() || it->second->Idle();
     }));
-    if (now - router_seen_ > options_.heartbeat_interval * options_.liveness) {
-      // The router is gone or unreachable: start over on a fresh socket,
-      // backing off so a dead router is not hammered (Paranoid Pirate).
-      spdlog::warn("router silent for {} heartbeats; reconnecting in {} ms", options_.liveness,
-                   reconnect_delay_.count());
-      for (auto waited = std::chrono::milliseconds(0); waited < reconnect_delay_ && !stop.load();
-           waited += tick) {
-        std::this_thread::sleep_for(tick);
-      }
-      // Paranoid Pirate doubles up to 32 s; we cap at two heartbeats so that
-      // a restarted router has its workers back within a few heartbeats.
-      reconnect_delay_ = std::min(reconnect_delay_ * 2, options_.heartbeat_interval * 2);
-      Connect();
-    }
-    if (now >= next_heartbeat) {
-      protocol::SendDealt(*router_, Command::kHeartbeat, 0, {});
-      next_heartbeat = now + options_.heartbeat_interval;
-    }
   }
-  // Best effort and never blocking: with no connection to the router (it is
-  // down, or a CURVE handshake never completed) there is nobody to tell.
-  zmq::send_multipart(*router_, protocol::Encode(Command::kDisconnect, 0, {}),
-                      zmq::send_flags::dontwait);
+  // Best effort and never blocking: a router that is down, or whose CURVE handshake never
+  // completed, has nobody to tell.
+  for (const auto& link : links_) link->Send(Command::kDisconnect, 0, {});
   spdlog::info("worker '{}' stopping", options_.id);
 }
 
-void Worker::HandleRouter() {
-  for (int i = 0; i < 256; ++i) {
+void Worker::HandleRouter(std::size_t link) {
+  RouterLink& from = *links_[link];
+  for (int i = 0; i < 256 && from.socket() != nullptr; ++i) {
     std::string error;
-    auto received = protocol::ReceiveDealt(*router_, &error);
+    auto received = protocol::ReceiveDealt(*from.socket(), &error);
     if (!received) return;
-    router_seen_ = Clock::now();
-    reconnect_delay_ = options_.heartbeat_interval;
+    from.Heard(Clock::now());
     if (!*received) {
-      spdlog::warn("malformed message from router: {}", error);
+      spdlog::warn("malformed message from router {}: {}", from.endpoint(), error);
       continue;
     }
     const protocol::Message& message = **received;
     switch (message.command) {
       case Command::kRequest:
-        HandleRequest(message);
+        HandleRequest(link, message);
         break;
       case Command::kControl:
-        HandleControl(message);
+        HandleControl(link, message);
         break;
       case Command::kReady:
-        // The router acknowledges a READY: every request it sent before
-        // seeing that READY has arrived by now.
-        lifecycle_.Acked(message.request_id);
+        // The router acknowledges a READY: every request it sent before seeing that READY
+        // has arrived by now.
+        from.Acked(message.request_id);
         break;
       case Command::kHeartbeat:
         break;
       case Command::kDisconnect:
-        // The router does not know us (it restarted) or is going away:
-        // register again; if it is going, liveness will take over.
-        SendReady();
+        // The router does not know us (it restarted) or is going away: register again; if
+        // it is going, liveness will take over.
+        SendReady(link, ++ready_seq_);
         break;
       default:
-        spdlog::warn("router sent unexpected {}", protocol::CommandName(message.command));
+        spdlog::warn("router {} sent unexpected {}", from.endpoint(),
+                     protocol::CommandName(message.command));
     }
   }
 }
 
-void Worker::HandleRequest(const protocol::Message& message) {
+void Worker::HandleRequest(std::size_t link, const protocol::Message& message) {
+  const Origin origin{link, message.request_id};
   Job job;
-  job.request_id = message.request_id;
   std::string error;
   if (!protocol::Decode(message.body, &job.request, &error)) {
-    SendError(message.request_id, ErrorCode::kBadRequest, error);
+    SendError(origin, ErrorCode::kBadRequest, error);
     return;
   }
   if (job.request.inputs.empty()) {
-    SendError(message.request_id, ErrorCode::kBadRequest, "no inputs to embed");
+    SendError(origin, ErrorCode::kBadRequest, "no inputs to embed");
     return;
   }
   const auto key = lifecycle_.Route(job.request.model, job.request.version);
   auto runner = key ? runners_.find(*key) : runners_.end();
   if (runner == runners_.end()) {
-    SendError(message.request_id, ErrorCode::kUnknownModel,
+    SendError(origin, ErrorCode::kUnknownModel,
               "worker '" + options_.id + "' does not serve model '" + job.request.model + "'");
     return;
   }
+  job.request_id = ++next_id_;
+  jobs_.emplace(job.request_id, origin);
   runner->second->Submit(std::move(job));
 }
 
-void Worker::HandleControl(const protocol::Message& message) {
+void Worker::HandleControl(std::size_t link, const protocol::Message& message) {
+  const Origin origin{link, message.request_id};
   protocol::ControlRequest control;
   std::string error;
   if (!protocol::Decode(message.body, &control, &error)) {
-    SendError(message.request_id, ErrorCode::kBadRequest, error);
+    SendError(origin, ErrorCode::kBadRequest, error);
     return;
   }
+  const std::uint64_t id = ++next_id_;
+  controls_.emplace(id, origin);
   switch (control.op) {
     case protocol::ControlOp::kLoad:
-      Apply(lifecycle_.Load(control.model, control.version, message.request_id));
+      Apply(lifecycle_.Load(control.model, control.version, id));
       return;
     case protocol::ControlOp::kUnload:
-      Apply(lifecycle_.Unload(control.model, control.version, message.request_id));
+      Apply(lifecycle_.Unload(control.model, control.version, id));
       return;
     case protocol::ControlOp::kStatus:
     case protocol::ControlOp::kList:
       break;
   }
-  SendResult(message.request_id, {.worker = options_.id,
-                                  .code = ErrorCode::kBadRequest,
-                                  .message = "a worker takes load and unload, not " +
-                                             std::string(protocol::ControlOpName(control.op))});
+  SendResult(id, {.worker = options_.id,
+                  .code = ErrorCode::kBadRequest,
+                  .message = "a worker takes load and unload, not " +
+                             std::string(protocol::ControlOpName(control.op))});
 }
 
 void Worker::FinishLoads() {
@@ -267,7 +302,7 @@ void Worker::Apply(Effects effects) {
     loaded_.erase(loaded);
   }
   for (ModelSpec& spec : effects.loads) loader_->Start(std::move(spec));
-  if (effects.announce && router_) SendReady();
+  if (effects.announce) AnnounceAll();
   for (const auto& [id, result] : effects.replies) SendResult(id, result);
 }
 
@@ -277,25 +312,39 @@ void Worker::ForwardResults() {
     if (!zmq::recv_multipart(results_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
       return;
     }
-    if (!zmq::send_multipart(*router_, frames)) {
-      // The router has stopped hearing us; it re-dispatches what we had when it declares us
+    const auto id = protocol::RequestIdOf(frames);
+    auto job = id ? jobs_.find(*id) : jobs_.end();
+    if (job == jobs_.end()) {
+      spdlog::error("a runner answered job {} that nobody asked for", id.value_or(0));
+      continue;
+    }
+    const Origin origin = job->second;
+    jobs_.erase(job);
+    protocol::SetRequestId(frames, origin.id);
+    if (!links_[origin.link]->Send(frames)) {
+      // That router has stopped hearing us; it re-dispatches what we had when it declares us
       // dead, so this reply is not the request's only chance.
-      spdlog::warn("router unreachable: dropped a reply (the router re-dispatches it)");
+      spdlog::warn("router {} unreachable: dropped a reply (it re-dispatches the request)",
+                   links_[origin.link]->endpoint());
     }
   }
 }
 
-void Worker::SendError(std::uint64_t request_id, ErrorCode code, const std::string& message) {
-  protocol::SendDealt(*router_, Command::kError, request_id,
-                      protocol::Encode(protocol::ErrorBody{code, message}));
+void Worker::SendError(const Origin& to, ErrorCode code, const std::string& message) {
+  links_[to.link]->Send(Command::kError, to.id,
+                        protocol::Encode(protocol::ErrorBody{code, message}));
 }
 
 void Worker::SendResult(std::uint64_t control_id, const protocol::ControlResult& result) {
   if (control_id == 0) return;  // a startup load: nobody asked
-  if (!result.ok) spdlog::warn("control {} refused: {}", control_id, result.message);
+  auto control = controls_.find(control_id);
+  if (control == controls_.end()) return;
+  const Origin origin = control->second;
+  controls_.erase(control);
+  if (!result.ok) spdlog::warn("control {} refused: {}", origin.id, result.message);
   protocol::ControlResult r = result;
   r.worker = options_.id;
-  protocol::SendDealt(*router_, Command::kReply, control_id, protocol::Encode(r));
+  links_[origin.link]->Send(Command::kReply, origin.id, protocol::Encode(r));
 }
 
 }  // namespace ember::worker

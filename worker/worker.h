@@ -1,16 +1,24 @@
-// The ember worker's socket side: a DEALER connected to the router's backend,
-// in the manner of the ZeroMQ guide's Paranoid Pirate worker, but with many
-// requests in flight (up to `capacity`, which the router enforces).
+// The ember worker's socket side: one DEALER per router it is given (worker/router_link.h), in
+// the manner of the ZeroMQ guide's Paranoid Pirate worker, with many requests in flight.
 //
-// The thread that calls Run() owns the DEALER socket, an inproc PULL socket on
-// which the model runners push finished replies, and one on which the loader
-// signals finished loads; it never runs or loads a model itself, so
-// heartbeats flow while inference or a load is busy.
+// Several routers (--router A --router B) serve the same workers, so that losing one loses
+// nothing: the worker registers with and heartbeats each, answers each request on the link it
+// came by, and shares its capacity between the live links as credits, so that no router can
+// over-commit it. The rule (docs/balancing.md "Credits across routers"): each live router is
+// announced capacity / live routers; when a router joins or falls silent the worker announces
+// the new shares on every link. Job and control ids are the worker's own (two routers may
+// both send request 17) and are mapped back to each router's id on the way out. A version
+// taken out of service is freed once every live router has acknowledged the READY that
+// announced it.
+//
+// The thread that calls Run() owns the DEALERs, an inproc PULL socket on which the model
+// runners push finished replies, and one on which the loader signals finished loads; it never
+// runs or loads a model itself, so heartbeats flow while inference or a load is busy.
 //
 // Which versions exist, and the rules by which they load, serve, drain and go, are
 // ModelLifecycle's (worker/model_lifecycle.h); this class carries out what it decides: runs
 // loads on the AsyncLoader's thread, keeps one ModelRunner per serving version, and tells the
-// router. Models given by path (--model) load through the same path as repository ones: in
+// routers. Models given by path (--model) load through the same path as repository ones: in
 // the background, warmed up, while heartbeats flow.
 #ifndef EMBER_WORKER_WORKER_H_
 #define EMBER_WORKER_WORKER_H_
@@ -20,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 #include <zmq.hpp>
@@ -31,14 +40,16 @@
 #include "worker/model_lifecycle.h"
 #include "worker/model_repository.h"
 #include "worker/model_runner.h"
+#include "worker/router_link.h"
 
 namespace ember::worker {
 
 struct WorkerOptions {
-  std::string router = "tcp://127.0.0.1:5556";
+  // Router backends to register with; each gets a share of `capacity`.
+  std::vector<std::string> routers = {"tcp://127.0.0.1:5556"};
   std::string id;  // ZeroMQ routing id; must be unique in the cluster
   std::string device = "cpu";
-  std::uint32_t capacity = 256;  // requests in flight the router may send
+  std::uint32_t capacity = 256;  // requests in flight, shared by the routers
   double weight = 1.0;           // relative speed announced to the router
   // Makes every batch take `slowdown` times as long (by sleeping), to emulate
   // slower hardware in balancing benchmarks and tests. 1 = off.
@@ -65,28 +76,41 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Serves until `stop` becomes true, then says DISCONNECT to the router.
+  // Serves until `stop` becomes true, then says DISCONNECT to every router.
   void Run(const std::atomic<bool>& stop);
 
  private:
-  void Connect();
-  void SendReady();
-  void HandleRouter();
-  void HandleRequest(const protocol::Message& message);
-  void HandleControl(const protocol::Message& message);
+  using Clock = std::chrono::steady_clock;
+  // Where a job or control came from: the link, and the id that router gave it.
+  struct Origin {
+    std::size_t link = 0;
+    std::uint64_t id = 0;
+  };
+
+  // READY on one link, with sequence number `seq`: our models and that router's share.
+  void SendReady(std::size_t link, std::uint64_t seq);
+  // READY on every link (a new state, or new capacity shares); stamps drains it announces.
+  void AnnounceAll();
+  std::uint32_t ShareFor(std::size_t link, Clock::time_point now) const;
+  std::size_t LiveLinks(Clock::time_point now) const;
+  // Passes on to the lifecycle what every live router has acknowledged.
+  void UpdateAcked(Clock::time_point now);
+  void HandleRouter(std::size_t link);
+  void HandleRequest(std::size_t link, const protocol::Message& message);
+  void HandleControl(std::size_t link, const protocol::Message& message);
   void FinishLoads();
   // Carries out what the lifecycle decided, in its order (model_lifecycle.h).
   void Apply(Effects effects);
   void ForwardResults();
-  void SendError(std::uint64_t request_id, ErrorCode code, const std::string& message);
+  void SendError(const Origin& to, ErrorCode code, const std::string& message);
   void SendResult(std::uint64_t control_id, const protocol::ControlResult& result);
 
   WorkerOptions options_;
   const std::uint64_t session_;
   zmq::context_t context_;
-  zmq::socket_t results_;                  // PULL, bound to an inproc endpoint
-  zmq::socket_t loads_;                    // PULL: the loader's "load finished" cue
-  std::unique_ptr<zmq::socket_t> router_;  // DEALER; replaced on reconnect
+  zmq::socket_t results_;                           // PULL, bound to an inproc endpoint
+  zmq::socket_t loads_;                             // PULL: the loader's "load finished" cue
+  std::vector<std::unique_ptr<RouterLink>> links_;  // one per router, in the order given
   std::unique_ptr<ModelRepository> repository_;
   std::vector<ModelKey> startup_;
   ModelLifecycle lifecycle_;
@@ -97,9 +121,11 @@ class Worker {
     BatcherOptions batcher;
   };
   std::map<ModelKey, LoadedVersion> loaded_;
-  std::uint64_t ready_seq_ = 0;  // request id of the last READY sent
-  std::chrono::steady_clock::time_point router_seen_;
-  std::chrono::milliseconds reconnect_delay_;
+  std::unordered_map<std::uint64_t, Origin> jobs_;      // our job id -> its request
+  std::unordered_map<std::uint64_t, Origin> controls_;  // our control id -> its request
+  std::uint64_t next_id_ = 0;                           // our job and control ids
+  std::uint64_t ready_seq_ = 0;                         // the last READY sent, on any link
+  std::size_t live_announced_ = 0;  // live links when shares were last announced
   // Last: destroyed first, so no load finishes into a half-destroyed worker.
   std::unique_ptr<AsyncLoader> loader_;
 };

@@ -50,9 +50,13 @@ const settings::Table<BatcherOptions>& BatcherSettings() {
 const settings::Table<WorkerConfig>& WorkerSettings() {
   static const settings::Table<WorkerConfig> table = [] {
     settings::Table<WorkerConfig> t;
-    t.Text(
-         "router", "router backend endpoint", [](auto& c) -> auto& { return c.worker.router; })
-        .Doc("The router's backend endpoint.");
+    t.TextList(
+         "router", "router backend endpoint (repeat for several routers)",
+         [](auto& c) -> auto& { return c.worker.routers; })
+        .Doc(
+            "The routers' backend endpoints. With several, the worker registers with and\n"
+            "heartbeats each, and shares its capacity between the live ones (docs/balancing.md\n"
+            "\"Credits across routers\"); any one may go down without losing requests.");
     t.Text(
          "id", "routing id, unique in the cluster (default: host/device/pid)",
          [](auto& c) -> auto& { return c.worker.id; })
@@ -68,9 +72,9 @@ const settings::Table<WorkerConfig>& WorkerSettings() {
          [](auto& c) -> auto& { return c.threads; }, 0, 1024)
         .Doc("LibTorch intra-op threads per model; 0: LibTorch's default (1 in Debian's).");
     t.Int(
-         "capacity", "requests in flight the router may send",
+         "capacity", "requests in flight, shared by the routers",
          [](auto& c) -> auto& { return c.worker.capacity; }, 1, 1'000'000)
-        .Doc("Requests the router may have in flight on this worker.");
+        .Doc("Requests in flight on this worker; each of N live routers may send capacity / N.");
     t.Real(
          "weight", "relative speed, for weighted balancing",
          [](auto& c) -> auto& { return c.worker.weight; }, 1e-6, 1e6)

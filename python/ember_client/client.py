@@ -12,6 +12,8 @@ time; give each thread its own Client.
 """
 
 import itertools
+import random
+import struct
 import time
 
 import zmq
@@ -55,32 +57,111 @@ class Embeddings:
             self.model, self.version, len(self), self.dim)
 
 
-class Client:
-    """Talks to a router's frontend endpoint (``tcp://host:5555``, ``ipc://...``).
+class _RouterList:
+    """Which router to use and when to try a failed one again: client/router_list.h's rules
+    (start at a home router, stay with the one that answers, skip a failed one for a backoff
+    that doubles from 0.5 s to 5 s; away from home, probe it once its backoff is over and
+    go back when the probe connects)."""
 
-    ``timeout`` (seconds) and ``attempts`` are the defaults for embed().
+    def __init__(self, endpoints, home, first=0.5, most=5.0):
+        if not endpoints:
+            raise ValueError("no router endpoint given")
+        self.endpoints = list(endpoints)
+        self.home = home % len(self.endpoints)
+        self.current = self.home
+        self._first, self._most = first, most
+        self._retry_at = [0.0] * len(self.endpoints)
+        self._backoff = [0.0] * len(self.endpoints)
+
+    def backing_off(self, i, now):
+        return now < self._retry_at[i]
+
+    def fail_back_due(self, now):
+        return self.current != self.home and not self.backing_off(self.home, now)
+
+    def pick(self, now):
+        n = len(self.endpoints)
+        for k in range(n):
+            i = (self.current + k) % n
+            if not self.backing_off(i, now):
+                return i
+        return min(range(n), key=lambda i: self._retry_at[i])
+
+    def failed(self, i, now):
+        self._backoff[i] = self._first if self._backoff[i] == 0 else min(self._backoff[i] * 2,
+                                                                         self._most)
+        self._retry_at[i] = now + self._backoff[i]
+        if self.current == i:
+            self.current = (i + 1) % len(self.endpoints)
+
+    def answered(self, i):
+        self._backoff[i] = 0.0
+        self._retry_at[i] = 0.0
+        self.current = i
+
+
+def _split(endpoints):
+    if isinstance(endpoints, str):
+        endpoints = endpoints.split(",")
+    return [e.strip() for e in endpoints if e.strip()]
+
+
+class Client:
+    """Talks to a router's frontend endpoint (``tcp://host:5555``, ``ipc://...``), or to
+    several: a list, or one string with commas. With several, an embed or status that gets
+    no answer from one router (nothing within the timeout, or the connection lost, which
+    ZMTP heartbeats detect within ``heartbeat`` seconds even for a hung router) is sent to
+    the next, and a router that failed is skipped for a while (the C++ SDK's rules,
+    client/client.h).
+
+    ``timeout`` (seconds) and ``attempts`` (0: one per router) are the defaults for embed().
+    ``home``: the router index to start with (default: a random one, so clients spread).
     (CURVE encryption, docs/security.md, is not supported by this client yet.)
     """
 
-    def __init__(self, endpoint, timeout=30.0, attempts=1):
-        self.endpoint = endpoint
+    def __init__(self, endpoint, timeout=30.0, attempts=0, home=None, heartbeat=1.0,
+                 connect_timeout=1.0):
+        endpoints = _split(endpoint)
         self.timeout = timeout
         self.attempts = attempts
+        self.heartbeat = heartbeat
+        self.connect_timeout = connect_timeout
+        self._routers = _RouterList(endpoints,
+                                    random.randrange(len(endpoints)) if home is None else home)
         self._context = zmq.Context()
         self._socket = None
+        self._monitor = None
+        self._connected = None
+        self._probe = None  # (socket, monitor, deadline): connecting to home while away
         self._ids = itertools.count(1)
+        self._sent = False      # whether the last attempt was sent
         self._answered = False  # whether the last attempt got any answer
-        self._connect()
+        self.router = None      # the endpoint that answered last
+        self._connect(self._routers.pick(time.monotonic()))
+
+    @property
+    def endpoint(self):
+        return self._routers.endpoints[self._connected]
 
     # -- lifetime ------------------------------------------------------------
 
     def close(self):
-        if self._socket is not None:
-            self._socket.close(linger=0)
-            self._socket = None
+        self._close_socket()
         if self._context is not None:
             self._context.term()
             self._context = None
+
+    def _close_socket(self):
+        if self._probe is not None:
+            self._probe[1].close(linger=0)
+            self._probe[0].close(linger=0)
+            self._probe = None
+        if self._monitor is not None:
+            self._monitor.close(linger=0)
+            self._monitor = None
+        if self._socket is not None:
+            self._socket.close(linger=0)
+            self._socket = None
 
     def __enter__(self):
         return self
@@ -94,15 +175,46 @@ class Client:
         except Exception:
             pass
 
-    def _connect(self):
-        if self._socket is not None:
-            self._socket.close(linger=0)
+    def _connect(self, router):
+        self._close_socket()
+        self._socket, self._monitor = self._open(router)
+        self._connected = router
+
+    def _fail_back(self):
+        """Away from home: probe it in the background; move there once the probe connects."""
+        now = time.monotonic()
+        if self._probe is not None:
+            socket, monitor, deadline = self._probe
+            if self._reported(monitor, zmq.EVENT_HANDSHAKE_SUCCEEDED):
+                self._probe = None
+                old_socket, old_monitor = self._socket, self._monitor
+                self._socket, self._monitor = socket, monitor
+                self._connected = self._routers.home
+                self._routers.answered(self._routers.home)
+                old_monitor.close(linger=0)
+                old_socket.close(linger=0)
+            elif now >= deadline:
+                self._probe = None
+                monitor.close(linger=0)
+                socket.close(linger=0)
+                self._routers.failed(self._routers.home, now)
+        elif self._routers.fail_back_due(now):
+            socket, monitor = self._open(self._routers.home)
+            self._probe = (socket, monitor, now + self.connect_timeout)
+
+    def _open(self, router):
         socket = self._context.socket(zmq.DEALER)
         socket.setsockopt(zmq.LINGER, 0)
         socket.setsockopt(zmq.RECONNECT_IVL, 100)
         socket.setsockopt(zmq.RECONNECT_IVL_MAX, 2000)
-        socket.connect(self.endpoint)
-        self._socket = socket
+        # Queue nothing for a router we are not connected to: the send fails instead.
+        socket.setsockopt(zmq.IMMEDIATE, 1)
+        socket.setsockopt(zmq.HEARTBEAT_IVL, int(self.heartbeat * 1000))
+        socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(3 * self.heartbeat * 1000))
+        monitor = socket.get_monitor_socket(zmq.EVENT_DISCONNECTED |
+                                            zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        socket.connect(self._routers.endpoints[router])
+        return socket, monitor
 
     # -- API -----------------------------------------------------------------
 
@@ -140,34 +252,76 @@ class Client:
         """The router's view of the cluster (CONTROL "status") as a dict:
         router_version, requests, workers [...], models [...]."""
         body = protocol.pack({"op": "status"})
-        return protocol.unpack(self._call(protocol.CONTROL, body, timeout, 1))
+        return protocol.unpack(self._call(protocol.CONTROL, body, timeout, 0))
 
     # -- transport -------------------------------------------------------------
 
     def _call(self, command, body, timeout, attempts):
+        """Only idempotent calls (embed, status) come here: they are resent on failure."""
+        attempts = attempts if attempts > 0 else len(self._routers.endpoints)
+        self._fail_back()
         attempt = 1
         while True:
+            router = self._routers.pick(time.monotonic())
+            # Lazy Pirate: a fresh socket for every retry drops whatever was queued for a
+            # router that may be gone.
+            if router != self._connected or attempt > 1:
+                self._connect(router)
             try:
-                return self._call_once(command, body, timeout)
+                reply = self._call_once(command, body, timeout)
+                self._routers.answered(router)
+                self.router = self._routers.endpoints[router]
+                return reply
             except EmberError as e:
-                retryable = e.code == UNAVAILABLE or (e.code == TIMEOUT and not self._answered)
+                unanswered = not self._answered
+                if unanswered or e.code == UNAVAILABLE:
+                    self._routers.failed(router, time.monotonic())
+                else:
+                    self._routers.answered(router)
+                retryable = e.code == UNAVAILABLE or (e.code == TIMEOUT and unanswered)
                 if not retryable or attempt >= attempts:
                     raise
                 attempt += 1
-                # Lazy Pirate: a fresh socket drops whatever was queued for a
-                # router that may be gone.
-                self._connect()
+
+    @staticmethod
+    def _reported(monitor, wanted):
+        seen = False
+        while monitor.poll(0, zmq.POLLIN):
+            event = monitor.recv_multipart()
+            seen |= struct.unpack("=H", event[0][:2])[0] == wanted
+        return seen
+
+    def _connection_lost(self):
+        return self._reported(self._monitor, zmq.EVENT_DISCONNECTED)
 
     def _call_once(self, command, body, timeout):
+        self._sent = False
         self._answered = False
         request_id = next(self._ids)
-        self._socket.send_multipart(protocol.encode(command, request_id, body), copy=False)
+        endpoint = self.endpoint
+        self._connection_lost()  # what it said about earlier calls is history
+        connect = min(timeout, self.connect_timeout)
+        self._socket.setsockopt(zmq.SNDTIMEO, max(1, int(connect * 1000)))
+        try:
+            self._socket.send_multipart(protocol.encode(command, request_id, body), copy=False)
+        except zmq.Again:
+            raise error_for(UNAVAILABLE, "could not reach router %s within %d ms" %
+                            (endpoint, round(connect * 1000)))
+        self._sent = True
         deadline = time.monotonic() + timeout + _GRACE_S
+        poller = zmq.Poller()
+        poller.register(self._socket, zmq.POLLIN)
+        poller.register(self._monitor, zmq.POLLIN)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError("no reply from the router within %d ms" % round(timeout * 1000))
-            if not self._socket.poll(max(1, int(left * 1000)), zmq.POLLIN):
+                raise TimeoutError("no reply from router %s within %d ms" %
+                                   (endpoint, round(timeout * 1000)))
+            ready = dict(poller.poll(max(1, int(left * 1000))))
+            if self._monitor in ready and self._connection_lost() and self._socket not in ready:
+                raise error_for(UNAVAILABLE,
+                                "lost the connection to router %s before it answered" % endpoint)
+            if self._socket not in ready:
                 continue
             frames = self._socket.recv_multipart()
             got_command, got_id, got_body = protocol.decode(frames)

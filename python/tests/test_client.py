@@ -18,8 +18,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
+
+import zmq
 
 import ember_client
 from ember_client import protocol
@@ -175,16 +178,129 @@ class ClusterTest(unittest.TestCase):
         self.assertTrue(self.client._answered, "the router, not the client, must answer TIMEOUT")
         self.assertLess(elapsed, 5.0)
 
-    def test_silent_router_times_out_on_the_client(self):
+    def test_unreachable_router_is_unavailable_on_the_client(self):
         nobody = "ipc://" + os.path.join(self.dir, "nobody")
         with ember_client.Client(nobody) as client:
             start_time = time.monotonic()
-            with self.assertRaises(ember_client.TimeoutError):
+            with self.assertRaises(ember_client.UnavailableError):
                 client.embed("tiny", ["x"], timeout=0.2, attempts=2)
             elapsed = time.monotonic() - start_time
-        # Two attempts of 0.2 s plus the grace each, and not much more.
+        # Two attempts, each waiting 0.2 s to connect, and not much more.
         self.assertGreaterEqual(elapsed, 0.4)
         self.assertLess(elapsed, 5.0)
+
+
+class FakeRouter:
+    """A router frontend played by a thread: answers embeds ("answer"), never answers
+    ("silent"), or closes its socket on the first message, as a killed router would ("drop")."""
+
+    def __init__(self, endpoint, mode):
+        self.endpoint, self.mode, self.received = endpoint, mode, 0
+        self._stop = threading.Event()
+        self._bound = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        self._bound.wait(5)
+
+    def _run(self):
+        context = zmq.Context()
+        socket = context.socket(zmq.ROUTER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.bind(self.endpoint)
+        self._bound.set()
+        deadline = time.monotonic() + 60  # bounded, whatever the test does
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            if not socket.poll(20, zmq.POLLIN):
+                continue
+            peer, *frames = socket.recv_multipart()
+            self.received += 1
+            if self.mode == "drop":
+                socket.close(linger=0)
+                socket = None
+                break
+            if self.mode == "silent":
+                continue
+            command, request_id, body = protocol.decode(frames)
+            request = protocol.unpack(body)
+            n = len(request.get("inputs", []))
+            reply = protocol.pack({"model": request.get("model", ""), "version": 1,
+                                   "worker": "w", "dim": 1, "count": n,
+                                   "data": b"\x00\x00\x80\x3f" * n})
+            socket.send_multipart([peer] + protocol.encode(protocol.REPLY, request_id, reply))
+        if socket is not None:
+            socket.close(linger=0)
+        self._stop.wait(60)
+        context.term()
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(10)
+
+
+class FailoverTest(unittest.TestCase):
+    """The client's failover across several routers (client/client.h's rules), against fake
+    routers: real sockets, no cluster."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ember-py-failover-")
+        self.a = "ipc://" + os.path.join(self.dir, "a")
+        self.b = "ipc://" + os.path.join(self.dir, "b")
+        self.routers = []
+
+    def tearDown(self):
+        for r in self.routers:
+            r.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def router(self, endpoint, mode):
+        r = FakeRouter(endpoint, mode)
+        self.routers.append(r)
+        return r
+
+    def client(self):
+        return ember_client.Client([self.a, self.b], timeout=0.3, home=0, heartbeat=0.2,
+                                   connect_timeout=0.2)
+
+    def test_silent_router_fails_over_to_the_next(self):
+        a = self.router(self.a, "silent")
+        self.router(self.b, "answer")
+        with self.client() as client:
+            self.assertEqual(len(client.embed("m", ["x", "y"])), 2)
+            self.assertEqual(client.router, self.b)
+        self.assertEqual(a.received, 1)
+
+    def test_unreachable_router_is_skipped(self):
+        self.router(self.b, "answer")
+        with self.client() as client:
+            start_time = time.monotonic()
+            client.embed("m", ["x"])
+            self.assertLess(time.monotonic() - start_time, 1.5)
+            start_time = time.monotonic()
+            client.embed("m", ["x"])  # straight to b while a backs off
+            self.assertLess(time.monotonic() - start_time, 0.15)
+            self.assertEqual(client.router, self.b)
+
+    def test_lost_connection_fails_over_before_the_timeout(self):
+        a = self.router(self.a, "drop")
+        self.router(self.b, "answer")
+        with self.client() as client:
+            start_time = time.monotonic()
+            client.embed("m", ["x"], timeout=20.0)
+            self.assertLess(time.monotonic() - start_time, 5.0)
+            self.assertEqual(client.router, self.b)
+        self.assertEqual(a.received, 1)
+
+    def test_returns_home_once_it_is_back(self):
+        self.router(self.b, "answer")
+        with self.client() as client:
+            client.embed("m", ["x"])
+            self.assertEqual(client.router, self.b)
+            self.router(self.a, "answer")
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and client.router != self.a:
+                client.embed("m", ["x"])
+                time.sleep(0.05)
+            self.assertEqual(client.router, self.a)
 
 
 class ProtocolTest(unittest.TestCase):

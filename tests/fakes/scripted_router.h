@@ -1,12 +1,14 @@
 // The router's side of the worker protocol, played by a test: a ROUTER socket that a real
 // ember::worker::Worker connects to, so a test can send it exactly the CONTROL and REQUEST
 // messages of a scenario and see every READY it announces, in order. It acknowledges each READY
-// (as the real router does) and answers nothing else on its own. Every wait is bounded.
+// and heartbeats while it waits (as the real router does), and answers nothing else on its own.
+// A router the test does not wait on is silent. Every wait is bounded.
 #ifndef EMBER_TESTS_FAKES_SCRIPTED_ROUTER_H_
 #define EMBER_TESTS_FAKES_SCRIPTED_ROUTER_H_
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -116,6 +118,21 @@ class ScriptedRouter {
     }
   }
 
+  // Acknowledges and heartbeats for `span`, answering nothing.
+  void Serve(std::chrono::milliseconds span) {
+    const auto deadline = Clock::now() + span;
+    while (Clock::now() < deadline) Pump(deadline, 0);
+  }
+
+  // Sends an embed without waiting; its answer comes by AwaitAnswer. Returns its id.
+  std::uint64_t SendEmbed(const std::string& model, std::vector<std::string> texts) {
+    const std::uint64_t id = next_id_++;
+    protocol::EmbedRequest request{.model = model, .inputs = std::move(texts)};
+    EXPECT_TRUE(protocol::SendRouted(socket_, worker_, protocol::Command::kRequest, id,
+                                     protocol::Encode(request)));
+    return id;
+  }
+
   // Embeds `texts` with (model, version); the worker's REPLY or ERROR.
   std::optional<protocol::Message> Embed(const std::string& model, std::uint32_t version,
                                          std::vector<std::string> texts) {
@@ -130,7 +147,12 @@ class ScriptedRouter {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, std::max(left, std::chrono::milliseconds(0)));
+    zmq::poll(&item, 1,
+              std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(20)));
+    if (!worker_.empty() && Clock::now() - last_heartbeat_ > std::chrono::milliseconds(50)) {
+      protocol::SendRouted(socket_, worker_, protocol::Command::kHeartbeat, 0, {});
+      last_heartbeat_ = Clock::now();
+    }
     while (auto envelope = protocol::ReceiveRouted(socket_)) {
       if (!envelope->message) {
         ADD_FAILURE() << "malformed message from the worker: " << envelope->error;
@@ -166,6 +188,7 @@ class ScriptedRouter {
   std::uint64_t next_id_ = 1;
   std::vector<protocol::ReadyBody> readies_;
   std::vector<protocol::Message> answers_;
+  Clock::time_point last_heartbeat_{};
 };
 
 }  // namespace ember::testing

@@ -1,0 +1,203 @@
+// The C++ SDK's failover across several routers (client/client.h), against routers played by
+// the test: real sockets, and each fake router answers, stays silent, or drops the connection
+// as a killed process would.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <zmq.hpp>
+
+#include "client/client.h"
+#include "common/messages.h"
+#include "common/protocol.h"
+
+namespace ember {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+enum class Mode { kAnswer, kSilent, kDropOnFirst };
+
+// A ROUTER on its own thread, playing a router's frontend.
+class FakeRouter {
+ public:
+  FakeRouter(std::string endpoint, Mode mode) : endpoint_(std::move(endpoint)), mode_(mode) {
+    thread_ = std::thread([this] { Run(); });
+    while (!bound_.load()) std::this_thread::sleep_for(1ms);
+  }
+  ~FakeRouter() {
+    stop_ = true;
+    thread_.join();
+  }
+  int received() const { return received_.load(); }
+
+ private:
+  void Run() {
+    zmq::context_t context(1);
+    auto socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::router);
+    socket->set(zmq::sockopt::linger, 0);
+    socket->bind(endpoint_);
+    bound_ = true;
+    const auto until = Clock::now() + 60s;  // bounded, whatever the test does
+    while (!stop_.load() && Clock::now() < until) {
+      zmq::pollitem_t item{socket->handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, 20ms);
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      auto envelope = protocol::ReceiveRouted(*socket);
+      if (!envelope || !envelope->message) continue;
+      ++received_;
+      if (mode_ == Mode::kDropOnFirst) {
+        socket.reset();  // as a killed router: the connection goes
+        while (!stop_.load()) std::this_thread::sleep_for(5ms);
+        return;
+      }
+      if (mode_ == Mode::kSilent) continue;
+      Answer(*socket, envelope->peer, *envelope->message);
+    }
+  }
+
+  static void Answer(zmq::socket_t& socket, const std::string& peer,
+                     const protocol::Message& message) {
+    std::string body;
+    std::string error;
+    if (message.command == protocol::Command::kRequest) {
+      protocol::EmbedRequest request;
+      ASSERT_TRUE(protocol::Decode(message.body, &request, &error)) << error;
+      protocol::EmbedReply reply;
+      reply.model = request.model;
+      reply.dim = 1;
+      reply.count = static_cast<std::uint32_t>(request.inputs.size());
+      reply.data.assign(request.inputs.size(), 1.0f);
+      body = protocol::Encode(reply);
+    } else {
+      protocol::ControlRequest control;
+      ASSERT_TRUE(protocol::Decode(message.body, &control, &error)) << error;
+      if (control.op == protocol::ControlOp::kStatus) {
+        protocol::StatusReply status;
+        status.router_version = "fake";
+        body = protocol::Encode(status);
+      } else {
+        body = protocol::Encode(
+            protocol::ControlReply{.op = control.op, .model = control.model, .results = {}});
+      }
+    }
+    protocol::SendRouted(socket, peer, protocol::Command::kReply, message.request_id, body);
+  }
+
+  const std::string endpoint_;
+  const Mode mode_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> bound_{false};
+  std::atomic<int> received_{0};
+  std::thread thread_;
+};
+
+class ClientFailoverTest : public ::testing::Test {
+ protected:
+  ClientFailoverTest() {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ember-failover-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    a_ = "ipc://" + (dir_ / "a").string();
+    b_ = "ipc://" + (dir_ / "b").string();
+  }
+  ~ClientFailoverTest() override { std::filesystem::remove_all(dir_); }
+
+  Client Make() {
+    return Client({a_, b_}, ClientOptions{.curve = {},
+                                          .connect_timeout = 200ms,
+                                          .heartbeat = 200ms,
+                                          .home = 0,
+                                          .backoff = {.first = 300ms, .max = 1s}});
+  }
+  static EmbedOptions Quick() { return EmbedOptions{.timeout = 300ms}; }
+
+  std::filesystem::path dir_;
+  std::string a_, b_;
+};
+
+TEST_F(ClientFailoverTest, SilentRouterFailsOverToTheNext) {
+  FakeRouter a(a_, Mode::kSilent), b(b_, Mode::kAnswer);
+  Client client = Make();
+  const Embeddings e = client.Embed("m", {"x", "y"}, Quick());
+  EXPECT_EQ(e.size(), 2u);
+  EXPECT_EQ(e.attempts(), 2);
+  EXPECT_EQ(e.router(), b_);
+  EXPECT_EQ(a.received(), 1);
+}
+
+TEST_F(ClientFailoverTest, UnreachableRouterIsSkippedWhileItBacksOff) {
+  FakeRouter b(b_, Mode::kAnswer);  // nothing at a_
+  Client client = Make();
+  const auto start = Clock::now();
+  EXPECT_EQ(client.Embed("m", {"x"}, Quick()).attempts(), 2);
+  EXPECT_LT(Clock::now() - start, 1500ms);
+  // Within a's backoff the next call goes straight to b.
+  const Embeddings e = client.Embed("m", {"x"}, Quick());
+  EXPECT_EQ(e.attempts(), 1);
+  EXPECT_EQ(e.router(), b_);
+}
+
+TEST_F(ClientFailoverTest, LostConnectionFailsOverBeforeTheTimeout) {
+  FakeRouter a(a_, Mode::kDropOnFirst), b(b_, Mode::kAnswer);
+  Client client = Make();
+  const auto start = Clock::now();
+  const Embeddings e = client.Embed("m", {"x"}, EmbedOptions{.timeout = 20s});
+  EXPECT_EQ(e.router(), b_);
+  EXPECT_EQ(a.received(), 1) << "the first attempt never reached a";
+  EXPECT_LT(Clock::now() - start, 5s) << "waited for the timeout instead of the disconnect";
+}
+
+TEST_F(ClientFailoverTest, ReturnsHomeOnceItsBackoffIsOver) {
+  Client client = Make();
+  {
+    FakeRouter b(b_, Mode::kAnswer);
+    EXPECT_EQ(client.Embed("m", {"x"}, Quick()).router(), b_);
+    FakeRouter a(a_, Mode::kAnswer);  // home comes back
+    const auto deadline = Clock::now() + 5s;
+    std::string last;
+    while (Clock::now() < deadline && last != a_) {
+      last = client.Embed("m", {"x"}, Quick()).router();
+      std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_EQ(last, a_) << "never went back to its home router";
+  }
+}
+
+TEST_F(ClientFailoverTest, StatusFailsOver) {
+  FakeRouter a(a_, Mode::kSilent), b(b_, Mode::kAnswer);
+  Client client = Make();
+  EXPECT_EQ(client.Status(300ms).router_version, "fake");
+  EXPECT_EQ(a.received(), 1);
+}
+
+// A load may have reached the silent router (and be running): resending it elsewhere could
+// run it twice. It fails with TIMEOUT and nothing reaches the other router.
+TEST_F(ClientFailoverTest, LoadIsNeverResentOnceSent) {
+  FakeRouter a(a_, Mode::kSilent), b(b_, Mode::kAnswer);
+  Client client = Make();
+  try {
+    client.Load("m", 0, ControlOptions{.workers = {}, .timeout = 300ms});
+    FAIL() << "a silent router's load succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
+  }
+  EXPECT_EQ(a.received(), 1);
+  EXPECT_EQ(b.received(), 0);
+}
+
+// ... but one that could not be sent at all goes to the next router.
+TEST_F(ClientFailoverTest, LoadGoesOnWhenTheFirstRouterIsUnreachable) {
+  FakeRouter b(b_, Mode::kAnswer);
+  Client client = Make();
+  EXPECT_NO_THROW(client.Load("m", 0, ControlOptions{.workers = {}, .timeout = 300ms}));
+  EXPECT_EQ(b.received(), 1);
+}
+
+}  // namespace
+}  // namespace ember
