@@ -327,6 +327,10 @@ TEST(BertModelOptions, CudaDeviceRunsOrFailsClearly) {
   try {
     model = BertModel::Load(TestDataDir() / "minilm", opt);
   } catch (const std::runtime_error& e) {
+    // scripts/gpu-check.sh sets EMBER_REQUIRE_CUDA: on a GPU machine a clear refusal is a failure.
+    if (const char* required = std::getenv("EMBER_REQUIRE_CUDA"); required && *required) {
+      ADD_FAILURE() << "cuda:0 was required but the load failed: " << e.what();
+    }
     EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
     return;
   }
