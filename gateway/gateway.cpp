@@ -213,7 +213,7 @@ void Gateway::Health(httplib::Response& response) {
   } catch (const Error& e) {
     client.Discard();
     body = {{"status", "unavailable"},
-            {"reason", "routers " + fmt::format("{}", fmt::join(options_.routers, ",")) + ": " +
+            {"reason", fmt::format("routers {}: ", fmt::join(options_.routers, ",")) +
                            std::string(ErrorCodeName(e.code())) + ": " + e.what()}};
     response.status = 503;
   }

@@ -137,25 +137,6 @@ int AnsweredBy(const std::vector<Answer>& answers, const std::string& router,
       answers, [&](const Answer& a) { return a.router == router && a.sent >= after; }));
 }
 
-// Waits (bounded) until router `i` lists `n` workers; when it did, how long that took.
-std::optional<std::chrono::milliseconds> TimeToWorkers(const Cluster& cluster, std::size_t i,
-                                                       std::size_t n,
-                                                       std::chrono::milliseconds limit) {
-  const auto start = Clock::now();
-  Client client(cluster.frontend(i), curve::ClientKeys{});
-  while (Clock::now() - start < limit) {
-    try {
-      if (client.Status(200ms).workers.size() >= n) {
-        return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-      }
-    } catch (const Error&) {
-      // not up yet
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return std::nullopt;
-}
-
 bool BothRoutersList(Cluster& cluster, std::size_t workers) {
   return cluster.WaitForWorkers(workers, 60s, 0) && cluster.WaitForWorkers(workers, 60s, 1);
 }
@@ -173,9 +154,10 @@ TEST(MultiRouterTest, KilledRouterLosesNothingAndWorkersReturnToIt) {
 
   const auto restarted = Clock::now();
   cluster.StartRouter(1);
-  const auto back = TimeToWorkers(cluster, 1, 3, 10s);
-  ASSERT_TRUE(back.has_value()) << "workers never registered with the restarted router";
+  ASSERT_TRUE(cluster.WaitForWorkers(3, 10s, 1))
+      << "workers never registered with the restarted router";
   const auto registered = Clock::now();
+  const auto back = std::chrono::duration_cast<std::chrono::milliseconds>(registered - restarted);
   ASSERT_TRUE(load.WaitForMore(600));
   std::this_thread::sleep_for(1500ms);  // fail-back: clients homed on router 1 probe it
   load.Stop();
@@ -187,14 +169,13 @@ TEST(MultiRouterTest, KilledRouterLosesNothingAndWorkersReturnToIt) {
       "failover: longest request across the kill %lld ms; workers back on the restarted "
       "router %lld ms after its start; %d answers through it since; %zu answers, %d "
       "errors, %d wrong\n",
-      static_cast<long long>(gap.count()), static_cast<long long>(back->count()), spread,
+      static_cast<long long>(gap.count()), static_cast<long long>(back.count()), spread,
       answers.size(), load.errors(), load.wrong());
   EXPECT_EQ(load.errors(), 0) << load.first_error();
   EXPECT_EQ(load.wrong(), 0);
   EXPECT_LE(gap, 2 * kHeartbeat) << "clients took longer than 2 heartbeats to carry on";
   // From the restart: the router's own start, then 3 worker heartbeats.
-  EXPECT_LE(Clock::now() - restarted, 60s);
-  EXPECT_LE(*back, 3 * kHeartbeat + 1s) << "workers took more than 3 heartbeats to re-register";
+  EXPECT_LE(back, 3 * kHeartbeat + 1s) << "workers took more than 3 heartbeats to re-register";
   EXPECT_GT(spread, 0) << "no client came back to the restarted router";
 }
 

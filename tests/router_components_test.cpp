@@ -282,6 +282,17 @@ class CacheFrontTest : public ::testing::Test {
     request_ = {.model = "m", .version = 0, .inputs = inputs};
     return {.client = "c", .model = "m", .body = protocol::Encode(request_)};
   }
+  // What worker w1 answers for m:1: 2-float vectors, one batch.
+  static protocol::EmbedReply WorkerReply(std::vector<float> data) {
+    const auto count = static_cast<std::uint32_t>(data.size() / 2);
+    return {.model = "m",
+            .version = 1,
+            .worker = "w1",
+            .dim = 2,
+            .count = count,
+            .batch_size = count,
+            .data = std::move(data)};
+  }
 
   RouterMetrics metrics_;
   EmbeddingCache cache_{1 << 20};
@@ -303,13 +314,7 @@ TEST_F(CacheFrontTest, PartialHitsAskForDistinctMissesAndMergeInInputOrder) {
   EXPECT_EQ(metrics_.cache_hits, 2u);
   EXPECT_EQ(metrics_.cache_misses, 2u);
 
-  const protocol::EmbedReply worker{.model = "m",
-                                    .version = 1,
-                                    .worker = "w1",
-                                    .dim = 2,
-                                    .count = 1,
-                                    .batch_size = 1,
-                                    .data = {2, 2}};
+  const protocol::EmbedReply worker = WorkerReply({2, 2});
   const std::string body = front_.Complete(p, protocol::Encode(worker), worker);
   protocol::EmbedReply merged;
   ASSERT_TRUE(protocol::Decode(body, &merged, &error)) << error;
@@ -346,13 +351,7 @@ TEST_F(CacheFrontTest, AReplyOfTheWrongShapeIsRefusedWhenMerging) {
   PendingRequest p = Pending({"a", "b"});
   std::string reply;
   ASSERT_EQ(front_.Look(1, p, request_, 1u, t0, &reply), CacheFront::Lookup::kDispatch);
-  const protocol::EmbedReply two{.model = "m",
-                                 .version = 1,
-                                 .worker = "w1",
-                                 .dim = 2,
-                                 .count = 2,
-                                 .batch_size = 2,
-                                 .data = {5, 5, 6, 6}};
+  const protocol::EmbedReply two = WorkerReply({5, 5, 6, 6});
   EXPECT_TRUE(front_.Complete(p, protocol::Encode(two), two).empty());
 }
 

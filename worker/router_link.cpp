@@ -40,7 +40,7 @@ bool RouterLink::Live(Clock::time_point now) const {
 
 RouterLink::Step RouterLink::Tick(Clock::time_point now) {
   if (socket_) {
-    const auto since = ever_heard_ ? std::max(heard_, connected_) : connected_;
+    const auto since = ever_heard_ ? heard_ : connected_;  // heard on this socket, or opened
     if (now - since <= options_.heartbeat_interval * options_.liveness) return Step::kNone;
     spdlog::warn("router {} silent for {} heartbeats; reconnecting in {} ms", options_.endpoint,
                  options_.liveness, backoff_.count());

@@ -79,11 +79,9 @@ std::uint32_t Worker::ShareFor(std::size_t link, Clock::time_point now) const {
   return std::max<std::uint32_t>(1, options_.capacity / static_cast<std::uint32_t>(sharing));
 }
 
-void Worker::SendReady(std::size_t link, std::uint64_t seq) {
-  const auto now = Clock::now();
+protocol::ReadyBody Worker::ReadyNow(Clock::time_point now) const {
   protocol::ReadyBody ready;
   ready.device = options_.device;
-  ready.capacity = ShareFor(link, now);
   ready.weight = options_.weight;
   ready.session = session_;
   ready.rss_bytes = ResidentBytes();
@@ -91,6 +89,18 @@ void Worker::SendReady(std::size_t link, std::uint64_t seq) {
   for (const auto& l : links_) {
     if (l->Live(now)) ready.routers.push_back(l->endpoint());
   }
+  return ready;
+}
+
+void Worker::SendReady(std::size_t link, std::uint64_t seq) {
+  const auto now = Clock::now();
+  protocol::ReadyBody ready = ReadyNow(now);
+  SendReady(link, seq, ready, now);
+}
+
+void Worker::SendReady(std::size_t link, std::uint64_t seq, protocol::ReadyBody& ready,
+                       Clock::time_point now) {
+  ready.capacity = ShareFor(link, now);
   links_[link]->Send(Command::kReady, seq, protocol::Encode(ready));
   spdlog::debug("worker '{}' sent READY {} to {} (capacity {}, {} model versions)", options_.id,
                 seq, links_[link]->endpoint(), ready.capacity, ready.models.size());
@@ -98,12 +108,15 @@ void Worker::SendReady(std::size_t link, std::uint64_t seq) {
 
 void Worker::AnnounceAll() {
   const std::uint64_t seq = ++ready_seq_;
+  const auto now = Clock::now();
+  // The same state for every router; only its share of our capacity differs.
+  protocol::ReadyBody ready = ReadyNow(now);
   for (std::size_t i = 0; i < links_.size(); ++i) {
-    if (links_[i]->socket() != nullptr) SendReady(i, seq);
+    if (links_[i]->socket() != nullptr) SendReady(i, seq, ready, now);
   }
   // Stamped now that it has gone out: drains it announced wait for its acknowledgement.
-  lifecycle_.Announced(seq, Clock::now());
-  live_announced_ = LiveLinks(Clock::now());
+  lifecycle_.Announced(seq, now);
+  live_announced_ = LiveLinks(now);
 }
 
 void Worker::UpdateAcked(Clock::time_point now) {

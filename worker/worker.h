@@ -87,8 +87,12 @@ class Worker {
     std::uint64_t id = 0;
   };
 
+  // What every READY says at `now` but the capacity share: our models, memory and routers.
+  protocol::ReadyBody ReadyNow(Clock::time_point now) const;
   // READY on one link, with sequence number `seq`: our models and that router's share.
   void SendReady(std::size_t link, std::uint64_t seq);
+  void SendReady(std::size_t link, std::uint64_t seq, protocol::ReadyBody& ready,
+                 Clock::time_point now);
   // READY on every link (a new state, or new capacity shares); stamps drains it announces.
   void AnnounceAll();
   std::uint32_t ShareFor(std::size_t link, Clock::time_point now) const;

@@ -6,7 +6,7 @@
 // moved, never decoded past the 8-byte id.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cstring>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -69,11 +69,11 @@ int main(int argc, char** argv) {
         frames[4].rebuild(0);  // the acknowledgement: an empty READY with the same id
         zmq::send_multipart(back, frames);
       } else if (command == Command::kReply || command == Command::kError) {
-        std::uint64_t id = 0;
-        std::memcpy(&id, frames[3].data(), sizeof id);
-        auto it = pending.find(id);
+        const auto message = std::span(frames).subspan(1);  // past the routing id
+        const auto id = ember::protocol::RequestIdOf(message);
+        auto it = id ? pending.find(*id) : pending.end();
         if (it == pending.end()) continue;
-        std::memcpy(frames[3].data(), &it->second.id, sizeof id);
+        ember::protocol::SetRequestId(message, it->second.id);
         frames[0] = std::move(it->second.client);
         pending.erase(it);
         zmq::send_multipart(front, frames, zmq::send_flags::dontwait);
@@ -84,15 +84,12 @@ int main(int argc, char** argv) {
       if (!zmq::recv_multipart(front, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
         break;
       }
-      if (frames.size() != 1 + ember::protocol::kFrameCount || frames[3].size() != 8 ||
-          workers.empty()) {
-        continue;
-      }
+      const auto message = std::span(frames).subspan(1);  // past the routing id
+      const auto client_id = ember::protocol::RequestIdOf(message);
+      if (!client_id || workers.empty()) continue;
       const std::uint64_t id = ++next_id;
-      Pending p{std::move(frames[0]), 0};
-      std::memcpy(&p.id, frames[3].data(), sizeof id);
-      std::memcpy(frames[3].data(), &id, sizeof id);
-      pending.emplace(id, std::move(p));
+      ember::protocol::SetRequestId(message, id);
+      pending.emplace(id, Pending{std::move(frames[0]), *client_id});
       const std::string& worker = workers[next_worker++ % workers.size()];
       frames[0] = zmq::message_t(worker.data(), worker.size());
       zmq::send_multipart(back, frames, zmq::send_flags::dontwait);
