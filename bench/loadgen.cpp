@@ -238,7 +238,7 @@ class Connection {
       if (!o.measured) continue;
       if (message.command == ember::protocol::Command::kError) {
         ember::protocol::ErrorBody body;
-        if (ember::protocol::Decode(message.body, &body, &error)) {
+        if (ember::protocol::Decode(message.body(), &body, &error)) {
           ++tally_.errors[std::string(ember::ErrorCodeName(body.code))];
         } else {
           ++tally_.errors["BAD_ERROR_BODY"];
@@ -247,7 +247,7 @@ class Connection {
       }
       ember::protocol::EmbedReply reply;
       if (message.command != ember::protocol::Command::kReply ||
-          !ember::protocol::Decode(message.body, &reply, &error) || reply.count != o.texts) {
+          !ember::protocol::Decode(message.body(), &reply, &error) || reply.count != o.texts) {
         ++tally_.errors["BAD_REPLY"];
         continue;
       }
@@ -382,7 +382,7 @@ nlohmann::json RouterStatus(zmq::context_t& context, const Config& config) {
         continue;
       }
       ember::protocol::StatusReply status;
-      if (!ember::protocol::Decode((*received)->body, &status, &error)) return nullptr;
+      if (!ember::protocol::Decode((*received)->body(), &status, &error)) return nullptr;
       nlohmann::json workers = nlohmann::json::array();
       for (const auto& w : status.workers) {
         workers.push_back({{"id", w.id},

@@ -331,6 +331,11 @@ int main(int argc, char** argv) {
   app.add_option("--e2e-max-tokens", e2e_max_tokens,
                  "with --e2e-texts: also cap each batch at this many padded tokens (batch x "
                  "longest), as the worker's batcher does; 0: no cap");
+  std::string e2e_write_batches;
+  app.add_option("--e2e-write-batches", e2e_write_batches,
+                 "with --e2e-texts: write the token ids of each batch as JSON cells {batch, "
+                 "length, ids} (bench/peer/peer_bench.mjs --inputs: the peer runs the same "
+                 "batches)");
   app.add_option("--e2e-texts", e2e_texts,
                  "texts file (one per line) for the tokenizer + model cell: all of them run in "
                  "batches of --e2e-batch, sorted by length (the offline limit for those texts)");
@@ -562,23 +567,40 @@ int main(int argc, char** argv) {
               return backend->Tokenize(a, true).size() < backend->Tokenize(b, true).size();
             });
         // Batches: consecutive sorted texts, at most e2e_batch of them and, with a token cap,
-        // at most e2e_max_tokens padded tokens (a text longer than the cap runs alone).
+        // at most e2e_max_tokens tokens as the worker's batcher counts them for this backend
+        // (padded: batch x longest; packed: the sum), so offline and served batches follow
+        // the same limits. A text longer than the cap runs alone.
+        const bool padded = backend->pads();
         std::vector<std::vector<int32_t>> ids;
         for (const auto& text : texts) ids.push_back(backend->Tokenize(text, true));
         std::vector<std::pair<std::size_t, std::size_t>> chunks;  // [begin, end)
         for (std::size_t i = 0; i < ids.size();) {
-          std::size_t end = i + 1, chunk_longest = ids[i].size();
+          std::size_t end = i + 1, chunk_longest = ids[i].size(), chunk_sum = ids[i].size();
           while (end < ids.size() && end - i < static_cast<std::size_t>(e2e_batch)) {
             const std::size_t l = std::max(chunk_longest, ids[end].size());
-            if (e2e_max_tokens > 0 &&
-                (end - i + 1) * l > static_cast<std::size_t>(e2e_max_tokens)) {
-              break;
-            }
+            const std::size_t cost = padded ? (end - i + 1) * l : chunk_sum + ids[end].size();
+            if (e2e_max_tokens > 0 && cost > static_cast<std::size_t>(e2e_max_tokens)) break;
             chunk_longest = l;
+            chunk_sum += ids[end].size();
             ++end;
           }
           chunks.emplace_back(i, end);
           i = end;
+        }
+        if (!e2e_write_batches.empty()) {
+          json cells = json::array();
+          for (const auto& [i, end] : chunks) {
+            std::size_t chunk_longest = 0;
+            json rows = json::array();
+            for (std::size_t j = i; j < end; ++j) {
+              chunk_longest = std::max(chunk_longest, ids[j].size());
+              rows.push_back(ids[j]);
+            }
+            cells.push_back({{"batch", end - i}, {"length", chunk_longest}, {"ids", rows}});
+          }
+          std::ofstream f(e2e_write_batches);
+          f << json{{"cells", cells}}.dump() << "\n";
+          if (!f) throw std::runtime_error("cannot write " + e2e_write_batches);
         }
         int64_t real_tokens = 0, longest = 0;
         double gflop = 0;  // as executed: each sequence padded to its batch's longest

@@ -21,6 +21,7 @@ DURATION=6
 CONCURRENCY=8
 WINDOW=8
 JSON=""
+PIN=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD="$2"; shift 2 ;;
@@ -29,11 +30,12 @@ while [[ $# -gt 0 ]]; do
     --concurrency) CONCURRENCY="$2"; shift 2 ;;
     --window) WINDOW="$2"; shift 2 ;;
     --json) JSON="$2"; shift 2 ;;
+    --pin) PIN=1; shift ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "router_overhead.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-ROUTER_BIN="$BUILD/router/ember-router"
+ROUTER_BIN="${EMBER_ROUTER_BIN:-$BUILD/router/ember-router}"  # another build of it, to compare
 RAW="$BUILD/bench/ember-raw-broker"
 NULL="$BUILD/bench/ember-null-worker"
 LOADGEN="$BUILD/bench/ember-loadgen"
@@ -46,29 +48,41 @@ source "$ROOT/scripts/lib/cluster.sh"
 ember_scratch overhead
 trap 'exit 130' INT TERM
 
-"$ROUTER_BIN" --frontend "ipc://$TMP/rf" --backend "ipc://$TMP/rb" --log-level warn \
+# --pin: each broker alone on the last core, load generator and null workers on the others, so
+# a broker's rate is what its own cost allows rather than what the scheduler gives it.
+BROKER_CPU=() LOAD_CPU=()
+if [[ -n $PIN ]]; then
+  last=$(( $(nproc) - 1 ))
+  BROKER_CPU=(taskset -c "$last") LOAD_CPU=(taskset -c "0-$(( last > 0 ? last - 1 : 0 ))")
+fi
+"${BROKER_CPU[@]}" "$ROUTER_BIN" --frontend "ipc://$TMP/rf" --backend "ipc://$TMP/rb" --log-level warn \
   --max-in-flight-per-client 100000 --max-queue 100000 > "$TMP/router.log" 2>&1 &
 ROUTER_PID=$!; PIDS+=($!)
-"$RAW" --frontend "ipc://$TMP/xf" --backend "ipc://$TMP/xb" > "$TMP/raw.log" 2>&1 &
+"${BROKER_CPU[@]}" "$RAW" --frontend "ipc://$TMP/xf" --backend "ipc://$TMP/xb" > "$TMP/raw.log" 2>&1 &
 RAW_PID=$!; PIDS+=($!)
-"$NULL" --router "ipc://$TMP/rb" --id null-r > "$TMP/null-r.log" 2>&1 & PIDS+=($!)
-"$NULL" --router "ipc://$TMP/xb" --id null-x > "$TMP/null-x.log" 2>&1 & PIDS+=($!)
+"${LOAD_CPU[@]}" "$NULL" --router "ipc://$TMP/rb" --id null-r > "$TMP/null-r.log" 2>&1 & PIDS+=($!)
+"${LOAD_CPU[@]}" "$NULL" --router "ipc://$TMP/xb" --id null-x > "$TMP/null-x.log" 2>&1 & PIDS+=($!)
 ember_wait_for "$CTL" "ipc://$TMP/rf" '^null-r ' 1 || { echo "null worker never registered" >&2; exit 1; }
 sleep 0.5  # the raw broker has no status: give its worker's READY a moment
 
-# CPU seconds (user + system) a process has used so far.
-cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+# CPU seconds (user + system) a process has used so far, and its main thread alone (the
+# broker's poll loop: the rest is ZeroMQ's I/O thread). comm may hold spaces: count fields
+# from the end of "(comm)".
+cpu_s() { sed 's/.*) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($12 + $13) / hz}'; }
+main_cpu_s() { sed 's/.*) //' "/proc/$1/task/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($12 + $13) / hz}'; }
 
 # run NAME PID FRONTEND OUT [open-loop QPS]
 run() {
-  local before after extra=(--concurrency "$CONCURRENCY" --window "$WINDOW")
+  local before after main_before main_after extra=(--concurrency "$CONCURRENCY" --window "$WINDOW")
   [[ -n "${5:-}" ]] && extra=(--qps "$5" --connections 4)
-  before=$(cpu_s "$2")
-  "$LOADGEN" --router "$3" --model null --duration-s "$DURATION" --warmup-s 1 \
+  before=$(cpu_s "$2"); main_before=$(main_cpu_s "$2")
+  "${LOAD_CPU[@]}" "$LOADGEN" --router "$3" --model null --duration-s "$DURATION" --warmup-s 1 \
     "${extra[@]}" --json "$4" > /dev/null
-  after=$(cpu_s "$2")
-  jq --argjson b "$before" --argjson a "$after" \
-    '.cpu_s = ($a - $b) | .cpu_us_per_request = (1e6 * ($a - $b) / (.sent + .warmup_sent))' \
+  after=$(cpu_s "$2"); main_after=$(main_cpu_s "$2")
+  jq --argjson b "$before" --argjson a "$after" --argjson mb "$main_before" \
+    --argjson ma "$main_after" \
+    '.cpu_s = ($a - $b) | .cpu_us_per_request = (1e6 * ($a - $b) / (.sent + .warmup_sent))
+     | .main_cpu_us_per_request = (1e6 * ($ma - $mb) / (.sent + .warmup_sent))' \
     "$4" > "$4.tmp" && mv "$4.tmp" "$4"
 }
 
@@ -91,6 +105,8 @@ for round in $(seq 1 "$ROUNDS"); do
     '$r + [{round: ($n|tonumber),
             raw_qps: $x[0].qps, router_qps: $e[0].qps, ratio: ($e[0].qps / $x[0].qps),
             raw_cpu_us: $x[0].cpu_us_per_request, router_cpu_us: $e[0].cpu_us_per_request,
+            raw_loop_us: $x[0].main_cpu_us_per_request,
+            router_loop_us: $e[0].main_cpu_us_per_request,
             half_qps: ($xh[0].offered_qps),
             raw_half_p50_ms: $xh[0].latency_ms.p50, raw_half_p99_ms: $xh[0].latency_ms.p99,
             router_half_p50_ms: $eh[0].latency_ms.p50, router_half_p99_ms: $eh[0].latency_ms.p99,
@@ -106,14 +122,18 @@ jq -n --argjson rounds "$rounds" --arg cores "$(nproc)" --arg c "$CONCURRENCY" -
     ratio_median: ([$rounds[].ratio] | median), ratio_min: ([$rounds[].ratio] | min),
     ratio_max: ([$rounds[].ratio] | max),
     router_cpu_us_median: ([$rounds[].router_cpu_us] | median),
-    raw_cpu_us_median: ([$rounds[].raw_cpu_us] | median)}' > "$JSON"
-printf "%-5s %10s %10s %7s %9s %9s %9s %16s %16s\n" round "raw req/s" "router" ratio \
+    raw_cpu_us_median: ([$rounds[].raw_cpu_us] | median),
+    router_loop_us_median: ([$rounds[].router_loop_us] | median),
+    raw_loop_us_median: ([$rounds[].raw_loop_us] | median)}' > "$JSON"
+# CPU columns: µs per request, whole process / its poll-loop thread.
+printf "%-5s %10s %10s %7s %11s %11s %9s %16s %16s\n" round "raw req/s" "router" ratio \
   "raw us" "router us" "half QPS" "raw p50/p99 ms" "router p50/p99"
-jq -r '.rounds[] | [.round, .raw_qps, .router_qps, .ratio, .raw_cpu_us, .router_cpu_us, .half_qps,
+jq -r '.rounds[] | [.round, .raw_qps, .router_qps, .ratio, .raw_cpu_us, .raw_loop_us,
+       .router_cpu_us, .router_loop_us, .half_qps,
        .raw_half_p50_ms, .raw_half_p99_ms, .router_half_p50_ms, .router_half_p99_ms] | @tsv' \
-  "$JSON" | while IFS=$'\t' read -r n a b x ca cb h p1 p2 p3 p4; do
-  printf "%-5s %10.0f %10.0f %7.3f %9.1f %9.1f %9.0f %7.3f/%-8.3f %7.3f/%-8.3f\n" \
-    "$n" "$a" "$b" "$x" "$ca" "$cb" "$h" "$p1" "$p2" "$p3" "$p4"
+  "$JSON" | while IFS=$'\t' read -r n a b x ca la cb lb h p1 p2 p3 p4; do
+  printf "%-5s %10.0f %10.0f %7.3f %5.1f/%-5.1f %5.1f/%-5.1f %9.0f %7.3f/%-8.3f %7.3f/%-8.3f\n" \
+    "$n" "$a" "$b" "$x" "$ca" "$la" "$cb" "$lb" "$h" "$p1" "$p2" "$p3" "$p4"
 done
-jq -r '"router / raw broker req/s: median \(.ratio_median*1000|round/1000), range \(.ratio_min*1000|round/1000) - \(.ratio_max*1000|round/1000); CPU per request: router \(.router_cpu_us_median*10|round/10) us, raw broker \(.raw_cpu_us_median*10|round/10) us (medians)"' "$JSON"
+jq -r '"router / raw broker req/s: median \(.ratio_median*1000|round/1000), range \(.ratio_min*1000|round/1000) - \(.ratio_max*1000|round/1000); CPU per request (process / poll loop): router \(.router_cpu_us_median*10|round/10) / \(.router_loop_us_median*10|round/10) us, raw broker \(.raw_cpu_us_median*10|round/10) / \(.raw_loop_us_median*10|round/10) us (medians)"' "$JSON"
 echo "JSON: $JSON"

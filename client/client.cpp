@@ -194,7 +194,7 @@ std::string Client::CallOnce(std::uint8_t command, const std::string& body,
     answered_ = true;
     if (message.command == Command::kError) {
       protocol::ErrorBody e;
-      if (!protocol::Decode(message.body, &e, &error)) {
+      if (!protocol::Decode(message.body(), &e, &error)) {
         throw Error(ErrorCode::kInternal, "malformed error reply: " + error);
       }
       throw Error(e.code, e.message);
@@ -203,7 +203,7 @@ std::string Client::CallOnce(std::uint8_t command, const std::string& body,
       throw Error(ErrorCode::kInternal,
                   "unexpected " + std::string(protocol::CommandName(message.command)));
     }
-    return std::move(message.body);
+    return message.frame.to_string();
   }
 }
 

@@ -4,16 +4,16 @@
 #include <msgpack.hpp>
 #include <optional>
 
+#include "common/body_limits.h"
+
 namespace ember::protocol {
 namespace {
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
 
-// Bounds on what one body may unpack to, so a hostile or corrupt message
-// cannot make the decoder allocate without limit.
 msgpack::unpack_limit Limits() {
-  return msgpack::unpack_limit(/*array=*/1u << 20, /*map=*/64, /*str=*/64u << 20,
-                               /*bin=*/512u << 20, /*ext=*/0, /*depth=*/8);
+  return msgpack::unpack_limit(limits::kArray, limits::kMap, limits::kStr, limits::kBin,
+                               limits::kExt, limits::kDepth);
 }
 
 std::string ToString(const msgpack::sbuffer& buffer) {

@@ -1,8 +1,8 @@
 #include "common/protocol.h"
 
+#include <array>
 #include <bit>
 #include <cstring>
-#include <iterator>
 #include <zmq_addon.hpp>
 
 namespace ember::protocol {
@@ -18,6 +18,29 @@ zmq::message_t HeaderFrame() {
   std::memcpy(data, kTag.data(), kTag.size());
   data[kTag.size()] = static_cast<char>(kVersion);
   return frame;
+}
+
+// Receives one multipart message into `frames` without blocking: up to frames.size() parts,
+// any further ones read and dropped. Returns how many parts the message had (0: nothing was
+// waiting). A fixed array, so a receive allocates nothing beyond what ZeroMQ does.
+template <std::size_t N>
+std::size_t ReceiveInto(zmq::socket_t& socket, std::array<zmq::message_t, N>& frames) {
+  if (!socket.recv(frames[0], zmq::recv_flags::dontwait)) return 0;
+  std::size_t count = 1;
+  bool more = frames[0].more();
+  zmq::message_t spare;
+  while (more) {
+    zmq::message_t& into = count < N ? frames[count] : spare;
+    // The rest of a multipart message arrives with its first part.
+    (void)socket.recv(into, zmq::recv_flags::none);
+    more = into.more();
+    ++count;
+  }
+  return count;
+}
+
+std::string FrameCountError(std::size_t count) {
+  return "expected " + std::to_string(kFrameCount) + " frames, got " + std::to_string(count);
 }
 
 bool ValidCommand(std::uint8_t c) {
@@ -76,8 +99,7 @@ bool SetRequestId(std::span<zmq::message_t> frames, std::uint64_t request_id) {
 
 std::optional<Message> Decode(std::span<zmq::message_t> frames, std::string* error) {
   if (frames.size() != kFrameCount) {
-    *error =
-        "expected " + std::to_string(kFrameCount) + " frames, got " + std::to_string(frames.size());
+    *error = FrameCountError(frames.size());
     return std::nullopt;
   }
   const std::string_view header = frames[0].to_string_view();
@@ -102,46 +124,62 @@ std::optional<Message> Decode(std::span<zmq::message_t> frames, std::string* err
   Message message;
   message.command = static_cast<Command>(*frames[1].data<std::uint8_t>());
   std::memcpy(&message.request_id, frames[2].data(), sizeof message.request_id);
-  message.body.assign(frames[3].data<char>(), frames[3].size());
+  message.frame = std::move(frames[3]);
   return message;
 }
 
 std::optional<Envelope> ReceiveRouted(zmq::socket_t& socket) {
-  std::vector<zmq::message_t> frames;
-  if (!zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
-    return std::nullopt;
-  }
+  std::array<zmq::message_t, 1 + kFrameCount> frames;
+  const std::size_t count = ReceiveInto(socket, frames);
+  if (count == 0) return std::nullopt;
   Envelope envelope;
-  envelope.peer = frames.front().to_string();
+  envelope.peer = frames[0].to_string();
   // The connection's metadata rides on the frames it sent (not on the
   // routing-id frame the ROUTER socket makes up).
-  if (frames.size() > 1) {
+  if (count > 1) {
     if (const char* user = zmq_msg_gets(frames[1].handle(), "User-Id")) envelope.user_id = user;
   }
-  envelope.message = Decode(std::span<zmq::message_t>(frames).subspan(1), &envelope.error);
+  if (count > frames.size()) {
+    envelope.error = FrameCountError(count - 1);
+  } else {
+    envelope.message =
+        Decode(std::span<zmq::message_t>(frames).subspan(1, count - 1), &envelope.error);
+  }
   return envelope;
 }
 
 std::optional<std::optional<Message>> ReceiveDealt(zmq::socket_t& socket, std::string* error) {
-  std::vector<zmq::message_t> frames;
-  if (!zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
-    return std::nullopt;
+  std::array<zmq::message_t, kFrameCount> frames;
+  const std::size_t count = ReceiveInto(socket, frames);
+  if (count == 0) return std::nullopt;
+  if (count > frames.size()) {
+    *error = FrameCountError(count);
+    return std::optional<Message>();
   }
-  return Decode(frames, error);
+  return Decode(std::span<zmq::message_t>(frames).first(count), error);
 }
 
-bool SendRouted(zmq::socket_t& socket, std::string_view peer, Command command,
-                std::uint64_t request_id, std::string_view body) {
-  std::vector<zmq::message_t> frames;
-  frames.reserve(kFrameCount + 1);
-  frames.emplace_back(peer.data(), peer.size());
-  for (auto& f : Encode(command, request_id, body)) frames.push_back(std::move(f));
+bool ForwardRouted(zmq::socket_t& socket, std::string_view peer, Command command,
+                   std::uint64_t request_id, zmq::message_t body) {
+  const auto cmd = static_cast<std::uint8_t>(command);
+  constexpr auto more = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
   try {
-    return zmq::send_multipart(socket, frames, zmq::send_flags::dontwait).has_value();
+    // A ROUTER socket takes or refuses a message on its first part (EHOSTUNREACH for a gone
+    // peer, EAGAIN at the high-water mark); once that is in, the rest goes with it.
+    if (!socket.send(zmq::const_buffer(peer.data(), peer.size()), more)) return false;
+    (void)socket.send(HeaderFrame(), more);
+    (void)socket.send(zmq::const_buffer(&cmd, 1), more);
+    (void)socket.send(zmq::const_buffer(&request_id, sizeof request_id), more);
+    return socket.send(body, zmq::send_flags::dontwait).has_value();
   } catch (const zmq::error_t& e) {
     if (e.num() == EHOSTUNREACH) return false;
     throw;
   }
+}
+
+bool SendRouted(zmq::socket_t& socket, std::string_view peer, Command command,
+                std::uint64_t request_id, std::string_view body) {
+  return ForwardRouted(socket, peer, command, request_id, zmq::message_t(body.data(), body.size()));
 }
 
 bool SendDealt(zmq::socket_t& socket, Command command, std::uint64_t request_id,

@@ -43,15 +43,17 @@ std::string_view CommandName(Command command);
 struct Message {
   Command command = Command::kHeartbeat;
   std::uint64_t request_id = 0;
-  std::string body;  // msgpack bytes, or empty
+  // The body frame as it came off the socket (msgpack bytes, or empty). Kept as a frame so
+  // the router can pass it on without copying it: a zmq::message_t moved into a send, or
+  // copy()'d (which shares a large frame's buffer by reference count), is never memcpy'd.
+  zmq::message_t frame{};
+
+  std::string_view body() const { return frame.to_string_view(); }
 };
 
 // Encodes `message` as the four protocol frames.
 std::vector<zmq::message_t> Encode(Command command, std::uint64_t request_id,
                                    std::string_view body);
-inline std::vector<zmq::message_t> Encode(const Message& message) {
-  return Encode(message.command, message.request_id, message.body);
-}
 
 // The request id of four protocol frames, read or rewritten in place without touching the
 // body (a worker maps its own job ids back to the id each router gave). nullopt / false when
@@ -83,8 +85,12 @@ std::optional<Envelope> ReceiveRouted(zmq::socket_t& socket);
 // Message-less result with *error set.
 std::optional<std::optional<Message>> ReceiveDealt(zmq::socket_t& socket, std::string* error);
 
-// Sends a message to `peer` through a ROUTER socket. Returns false when the
-// peer is gone (ROUTER_MANDATORY reports EHOSTUNREACH) or its queue is full.
+// Sends a message to `peer` through a ROUTER socket, `body` as its body frame (moved, not
+// copied). Returns false when the peer is gone (ROUTER_MANDATORY reports EHOSTUNREACH) or its
+// queue is full.
+bool ForwardRouted(zmq::socket_t& socket, std::string_view peer, Command command,
+                   std::uint64_t request_id, zmq::message_t body);
+// The same with `body` copied into a new frame.
 bool SendRouted(zmq::socket_t& socket, std::string_view peer, Command command,
                 std::uint64_t request_id, std::string_view body);
 

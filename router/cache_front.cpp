@@ -118,7 +118,7 @@ CacheFront::Lookup CacheFront::Resume(PendingRequest& p, std::vector<std::vector
   // p.body is still the client's: it decoded when the request came in.
   protocol::EmbedRequest request;
   std::string error;
-  protocol::Decode(p.body, &request, &error);
+  protocol::Decode(p.body.to_string_view(), &request, &error);
   return Settle(p, request, p.cache_version, std::move(hits), std::move(misses), std::move(miss_of),
                 reply);
 }
@@ -149,7 +149,7 @@ CacheFront::Lookup CacheFront::Settle(PendingRequest& p, protocol::EmbedRequest&
     request.version = version;
     request.inputs = misses;
     request.model = p.model;
-    p.body = protocol::Encode(request);
+    p.body = zmq::message_t(protocol::Encode(request));
   } else {
     p.hits.clear();  // every text is a distinct miss: the client's body as it is
   }
@@ -157,17 +157,18 @@ CacheFront::Lookup CacheFront::Settle(PendingRequest& p, protocol::EmbedRequest&
   return Lookup::kDispatch;
 }
 
-std::string CacheFront::Complete(const PendingRequest& p, const std::string& body,
+std::string CacheFront::Complete(const PendingRequest& p, std::string_view body,
                                  const protocol::EmbedReply& reply) {
   const std::size_t dim = reply.dim;
-  if (reply.count != p.texts.size() || dim == 0) return p.hits.empty() ? body : std::string();
+  if (reply.count != p.texts.size() || dim == 0)
+    return p.hits.empty() ? std::string(body) : std::string();
   for (std::size_t i = 0; i < p.texts.size(); ++i) {
     const std::string key = EmbeddingCache::Key(p.model, reply.version, p.truncate, p.texts[i]);
     const auto vector = std::span(reply.data).subspan(i * dim, dim);
     cache_.Put(key, vector);
     if (redis_ != nullptr) redis_->Store(key, vector);
   }
-  if (p.hits.empty()) return body;
+  if (p.hits.empty()) return std::string(body);
   // A partial hit (or repeated texts): put every vector in its place.
   protocol::EmbedReply merged = reply;
   merged.data.clear();

@@ -50,7 +50,7 @@ class CacheFront {
 
   // A worker's REPLY `body` to `p`: stores its vectors and merges in the cached ones. Returns
   // the body to send the client, or an empty string when the reply is unusable.
-  std::string Complete(const PendingRequest& p, const std::string& body,
+  std::string Complete(const PendingRequest& p, std::string_view body,
                        const protocol::EmbedReply& reply);
 
  private:

@@ -68,7 +68,7 @@ void ControlFanout::Start(const std::string& client, std::uint64_t client_reques
   spdlog::info("event=control op={} model={} version={} workers={}", op, control.model,
                control.version, targets.size());
   for (const auto& w : targets) {
-    if (transport_.ToWorker(w, protocol::Command::kControl, id, body)) {
+    if (transport_.ToWorker(w, protocol::Command::kControl, id, zmq::message_t(body))) {
       pending.waiting.insert(w);
     } else {
       pending.reply.results.push_back(
@@ -134,7 +134,7 @@ void ControlFanout::Finish(std::map<std::uint64_t, Pending>::iterator it) {
     std::erase_if(results, not_here);
   }
   transport_.ToClient(c.client, protocol::Command::kReply, c.client_request_id,
-                      protocol::Encode(c.reply));
+                      zmq::message_t(protocol::Encode(c.reply)));
   pending_.erase(it);
 }
 

@@ -64,7 +64,9 @@ Dispatcher::Outcome Dispatcher::Dispatch(std::uint64_t id, Clock::time_point now
     }
     WorkerState* worker = queue.policy->Choose(p->model, candidates, now);
     ++p->attempts;
-    if (transport_.ToWorker(worker->id, protocol::Command::kRequest, id, p->body)) {
+    zmq::message_t body;
+    body.copy(p->body);  // shares the client's bytes; p keeps them for a re-dispatch
+    if (transport_.ToWorker(worker->id, protocol::Command::kRequest, id, std::move(body))) {
       p->worker = worker->id;
       p->sent_at = now;
       worker->in_flight.insert(id);

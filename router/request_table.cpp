@@ -49,21 +49,23 @@ void RequestTable::ExpireDeadlines(Clock::time_point now) {
   }
 }
 
-void RequestTable::Reply(std::uint64_t id, std::string_view body, Clock::time_point now) {
+void RequestTable::Reply(std::uint64_t id, zmq::message_t body, Clock::time_point now) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
-  transport_.ToClient(it->second.client, Command::kReply, it->second.client_request_id, body);
+  transport_.ToClient(it->second.client, Command::kReply, it->second.client_request_id,
+                      std::move(body));
   CountOutcome(it->second.model, "ok", it->second.accepted_at, now);
   Forget(it);
 }
 
-void RequestTable::ForwardError(std::uint64_t id, ErrorCode code, std::string_view body,
+void RequestTable::ForwardError(std::uint64_t id, ErrorCode code, zmq::message_t body,
                                 Clock::time_point now) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   metrics_.CountError(ErrorCodeName(code));
   CountOutcome(it->second.model, ErrorCodeName(code), it->second.accepted_at, now);
-  transport_.ToClient(it->second.client, Command::kError, it->second.client_request_id, body);
+  transport_.ToClient(it->second.client, Command::kError, it->second.client_request_id,
+                      std::move(body));
   Forget(it);
 }
 
@@ -87,7 +89,7 @@ void RequestTable::SendError(const std::string& client, std::uint64_t client_req
                              ErrorCode code, const std::string& message) {
   metrics_.CountError(ErrorCodeName(code));
   transport_.ToClient(client, Command::kError, client_request_id,
-                      protocol::Encode(protocol::ErrorBody{code, message}));
+                      zmq::message_t(protocol::Encode(protocol::ErrorBody{code, message})));
 }
 
 void RequestTable::Forget(std::unordered_map<std::uint64_t, PendingRequest>::iterator it) {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+#include <zmq.hpp>
 
 #include "common/error_code.h"
 #include "router/router_metrics.h"
@@ -27,7 +28,9 @@ struct PendingRequest {
   std::uint64_t client_request_id = 0;
   std::string model{};
   std::uint32_t version = 0;
-  std::string body{};    // the request body, kept for re-dispatch
+  // The request body as the client's frame: each dispatch sends a copy() of it, which shares
+  // the bytes (docs/performance.md "The router's own cost").
+  zmq::message_t body{};
   std::string worker{};  // routing id of the worker it went to; empty while queued
   Clock::time_point deadline{};
   Clock::time_point sent_at{};      // of the current attempt, for latency
@@ -73,9 +76,9 @@ class RequestTable {
   void ExpireDeadlines(Clock::time_point now);
 
   // Answers request `id` with REPLY `body` and forgets it.
-  void Reply(std::uint64_t id, std::string_view body, Clock::time_point now);
+  void Reply(std::uint64_t id, zmq::message_t body, Clock::time_point now);
   // Passes a worker's ERROR `body` (of `code`) to the client and forgets the request.
-  void ForwardError(std::uint64_t id, ErrorCode code, std::string_view body, Clock::time_point now);
+  void ForwardError(std::uint64_t id, ErrorCode code, zmq::message_t body, Clock::time_point now);
   // Fails request `id` with a typed error and forgets it; nothing if it is not in the table.
   void Fail(std::uint64_t id, ErrorCode code, const std::string& message, Clock::time_point now);
 

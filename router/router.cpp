@@ -8,6 +8,7 @@
 #include "common/curve.h"
 #include "common/messages.h"
 #include "common/protocol.h"
+#include "common/request_header.h"
 #include "router/router_state.h"
 #include "router/status_report.h"
 
@@ -162,7 +163,7 @@ void Router::State::HandleFrontend() {
       requests.SendError(envelope->peer, 0, ErrorCode::kBadRequest, envelope->error);
       continue;
     }
-    const protocol::Message& message = *envelope->message;
+    protocol::Message& message = *envelope->message;
     switch (message.command) {
       case Command::kRequest:
         HandleRequest(envelope->peer, message);
@@ -178,31 +179,30 @@ void Router::State::HandleFrontend() {
   }
 }
 
-void Router::State::HandleRequest(const std::string& client, const protocol::Message& message) {
+void Router::State::HandleRequest(const std::string& client, protocol::Message& message) {
   ++accepted;
   const auto now = Clock::now();
-  protocol::EmbedRequest request;
+  // The header is all routing needs: the texts stay in the client's frame, uncopied.
+  protocol::EmbedRequestHeader request;
   std::string error;
   // Refusals are answered at once and counted under the model asked for.
   const auto refuse = [&](ErrorCode code, const std::string& why) {
     requests.Refuse(client, message.request_id, request.model, code, why, now);
   };
-  if (!protocol::Decode(message.body, &request, &error))
+  if (!protocol::Decode(message.body(), &request, &error))
     return refuse(ErrorCode::kBadRequest, error);
   if (request.model.empty()) return refuse(ErrorCode::kBadRequest, "model name is empty");
-  if (request.inputs.empty()) return refuse(ErrorCode::kBadRequest, "no inputs to embed");
-  if (request.inputs.size() > options.max_texts_per_request) {
+  if (request.count == 0) return refuse(ErrorCode::kBadRequest, "no inputs to embed");
+  if (request.count > options.max_texts_per_request) {
     return refuse(ErrorCode::kBadRequest,
-                  "request has " + std::to_string(request.inputs.size()) + " texts; at most " +
+                  "request has " + std::to_string(request.count) + " texts; at most " +
                       std::to_string(options.max_texts_per_request) + " per request");
   }
-  for (std::size_t i = 0; i < request.inputs.size(); ++i) {
-    if (request.inputs[i].size() > options.max_text_bytes) {
-      return refuse(ErrorCode::kBadRequest, "input " + std::to_string(i) + " has " +
-                                                std::to_string(request.inputs[i].size()) +
-                                                " bytes; at most " +
-                                                std::to_string(options.max_text_bytes));
-    }
+  if (request.longest_bytes > options.max_text_bytes) {
+    return refuse(ErrorCode::kBadRequest, "input " + std::to_string(request.longest_index) +
+                                              " has " + std::to_string(request.longest_bytes) +
+                                              " bytes; at most " +
+                                              std::to_string(options.max_text_bytes));
   }
   if (const std::size_t in_flight = requests.InFlight(client);
       in_flight >= options.max_in_flight_per_client) {
@@ -218,7 +218,7 @@ void Router::State::HandleRequest(const std::string& client, const protocol::Mes
                                         .client_request_id = message.request_id,
                                         .model = request.model,
                                         .version = request.version,
-                                        .body = message.body,
+                                        .body = std::move(message.frame),
                                         .accepted_at = now});
   const auto timeout = request.timeout_ms > 0 ? std::chrono::milliseconds(request.timeout_ms)
                                               : options.default_timeout;
@@ -227,9 +227,13 @@ void Router::State::HandleRequest(const std::string& client, const protocol::Mes
     dispatcher.Dispatch(id, now);
     return;
   }
+  // The cache keys on the texts: only it needs them decoded (the header read accepted the
+  // body, so this decode cannot fail).
+  protocol::EmbedRequest full;
+  protocol::Decode(p.body.to_string_view(), &full, &error);
   std::string reply;
   const auto lookup =
-      cache_front->Look(id, p, request, workers.Resolve(p.model, p.version), now, &reply);
+      cache_front->Look(id, p, full, workers.Resolve(p.model, p.version), now, &reply);
   AfterLookup(id, lookup, reply, now);
 }
 
@@ -237,7 +241,7 @@ void Router::State::AfterLookup(std::uint64_t id, CacheFront::Lookup lookup,
                                 const std::string& reply, Clock::time_point now) {
   switch (lookup) {
     case CacheFront::Lookup::kAnswered:
-      requests.Reply(id, reply, now);
+      requests.Reply(id, zmq::message_t(reply), now);
       return;
     case CacheFront::Lookup::kDispatch:
       dispatcher.Dispatch(id, now);
@@ -262,7 +266,7 @@ void Router::State::HandleControl(const std::string& client, const protocol::Mes
                                   bool admin) {
   protocol::ControlRequest control;
   std::string error;
-  const bool decoded = protocol::Decode(message.body, &control, &error);
+  const bool decoded = protocol::Decode(message.body(), &control, &error);
   // With CURVE on, any admitted client may look (status, list); everything else, even what
   // does not parse, needs an admin key.
   if (!admin && (!decoded || !protocol::ReadOnly(control.op))) {
@@ -280,13 +284,14 @@ void Router::State::HandleControl(const std::string& client, const protocol::Mes
     case protocol::ControlOp::kList:
       // "list" is the same picture; emberctl shows it model by model.
       health.Update(workers, now);
-      transport.ToClient(client, Command::kReply, message.request_id,
-                         protocol::Encode(StatusOf({.workers = workers,
+      transport.ToClient(
+          client, Command::kReply, message.request_id,
+          zmq::message_t(protocol::Encode(StatusOf({.workers = workers,
                                                     .health = health,
                                                     .queued = dispatcher.QueueDepths(),
                                                     .options = options,
                                                     .accepted = accepted,
-                                                    .now = now})));
+                                                    .now = now}))));
       return;
     case protocol::ControlOp::kLoad:
     case protocol::ControlOp::kUnload:
@@ -307,7 +312,7 @@ void Router::State::HandleBackend() {
   }
 }
 
-void Router::State::HandleWorkerMessage(const std::string& id, const protocol::Message& message) {
+void Router::State::HandleWorkerMessage(const std::string& id, protocol::Message& message) {
   if (message.command == Command::kReady) {
     HandleRegistration(id, message);
     return;
@@ -331,12 +336,12 @@ void Router::State::HandleWorkerMessage(const std::string& id, const protocol::M
         protocol::ControlResult result;
         std::string error;
         if (message.command == Command::kReply) {
-          if (!protocol::Decode(message.body, &result, &error)) {
+          if (!protocol::Decode(message.body(), &result, &error)) {
             result = {.code = ErrorCode::kInternal, .message = "bad control reply: " + error};
           }
         } else {
           protocol::ErrorBody body;
-          if (!protocol::Decode(message.body, &body, &error)) {
+          if (!protocol::Decode(message.body(), &body, &error)) {
             body = {ErrorCode::kInternal, "bad control error: " + error};
           }
           result = {.code = body.code, .message = body.message};
@@ -359,7 +364,7 @@ void Router::State::HandleRegistration(const std::string& id, const protocol::Me
   const auto now = Clock::now();
   protocol::ReadyBody ready;
   std::string error;
-  if (!protocol::Decode(message.body, &ready, &error)) {
+  if (!protocol::Decode(message.body(), &ready, &error)) {
     spdlog::warn("bad READY from worker '{}': {}", id, error);
     transport.ToWorker(id, Command::kDisconnect, 0, {});
     return;
@@ -397,7 +402,7 @@ void Router::State::HandleRegistration(const std::string& id, const protocol::Me
   dispatcher.DrainQueues(std::move(models), now);
 }
 
-void Router::State::HandleResult(WorkerState& worker, const protocol::Message& message) {
+void Router::State::HandleResult(WorkerState& worker, protocol::Message& message) {
   worker.in_flight.erase(message.request_id);
   PendingRequest* p = requests.Find(message.request_id);
   // A late result for a request that timed out or was re-dispatched elsewhere is dropped: the
@@ -412,33 +417,35 @@ void Router::State::HandleResult(WorkerState& worker, const protocol::Message& m
       const double seconds = std::chrono::duration<double>(now - p->sent_at).count();
       RouterMetrics::Observe(metrics.dispatch, p->model, seconds);
       RouterMetrics::Observe(metrics.worker_dispatch, worker.id, seconds);
-      std::string body = message.body;
-      // Without a cache or a metrics endpoint nobody needs what is inside: the body goes to
-      // the client untouched.
+      // Without a cache or a metrics endpoint nobody needs what is inside: the worker's
+      // frame goes to the client as it is, uncopied.
+      zmq::message_t body = std::move(message.frame);
       if (cache_front || metrics_server) {
         protocol::EmbedReply reply;
         std::string error;
-        if (!protocol::Decode(message.body, &reply, &error)) {
+        if (!protocol::Decode(body.to_string_view(), &reply, &error)) {
           spdlog::warn("event=bad_reply model={} error=\"{}\"", p->model, error);
-          if (!p->hits.empty()) body.clear();
+          if (!p->hits.empty()) body.rebuild();
         } else {
           RouterMetrics::Observe(metrics.batch_size, p->model, reply.batch_size, /*batch=*/true);
-          if (cache_front) body = cache_front->Complete(*p, message.body, reply);
+          if (cache_front) {
+            body = zmq::message_t(cache_front->Complete(*p, body.to_string_view(), reply));
+          }
         }
       }
       if (body.empty()) {
         requests.Fail(message.request_id, ErrorCode::kInternal,
                       "worker '" + worker.id + "' sent a bad reply", now);
       } else {
-        requests.Reply(message.request_id, body, now);
+        requests.Reply(message.request_id, std::move(body), now);
       }
     } else {
       ++worker.failed;
       protocol::ErrorBody error;
       std::string why;
-      if (!protocol::Decode(message.body, &error, &why)) error.code = ErrorCode::kInternal;
+      if (!protocol::Decode(message.body(), &error, &why)) error.code = ErrorCode::kInternal;
       health.RecordAnswer(worker.id, WorkerFault(error.code));
-      requests.ForwardError(message.request_id, error.code, message.body, now);
+      requests.ForwardError(message.request_id, error.code, std::move(message.frame), now);
     }
   }
   // The worker has a free credit now: give it to whoever waits longest.

@@ -32,11 +32,12 @@ struct Router::State {
   void Run(const std::atomic<bool>& stop);
   void HandleFrontend();
   void HandleBackend();
-  void HandleRequest(const std::string& client, const protocol::Message& message);
+  // The handlers take the message by reference to move its body frame on.
+  void HandleRequest(const std::string& client, protocol::Message& message);
   void HandleControl(const std::string& client, const protocol::Message& message, bool admin);
-  void HandleWorkerMessage(const std::string& id, const protocol::Message& message);
+  void HandleWorkerMessage(const std::string& id, protocol::Message& message);
   void HandleRegistration(const std::string& id, const protocol::Message& message);
-  void HandleResult(WorkerState& worker, const protocol::Message& message);
+  void HandleResult(WorkerState& worker, protocol::Message& message);
   void HandleRedis(Clock::time_point now);
   // Sends, answers or queues request `id` after its cache lookup came out as `lookup`.
   void AfterLookup(std::uint64_t id, CacheFront::Lookup lookup, const std::string& reply,

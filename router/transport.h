@@ -17,11 +17,13 @@ namespace ember::router {
 class Transport {
  public:
   virtual ~Transport() = default;
-  // Each returns false when the peer is gone or its queue is full (nothing was sent).
+  // Each returns false when the peer is gone or its queue is full (nothing was sent). `body`
+  // is sent as it is: a frame received from a peer (or copy()'d from one, which shares the
+  // bytes) goes on without a copy; bytes built here go as zmq::message_t(bytes).
   virtual bool ToClient(std::string_view client, protocol::Command command,
-                        std::uint64_t request_id, std::string_view body) = 0;
+                        std::uint64_t request_id, zmq::message_t body) = 0;
   virtual bool ToWorker(std::string_view worker, protocol::Command command,
-                        std::uint64_t request_id, std::string_view body) = 0;
+                        std::uint64_t request_id, zmq::message_t body) = 0;
 };
 
 // Over the router's frontend (clients) and backend (workers) ROUTER sockets, which must
@@ -32,12 +34,12 @@ class ZmqTransport : public Transport {
       : frontend_(frontend), backend_(backend) {}
 
   bool ToClient(std::string_view client, protocol::Command command, std::uint64_t request_id,
-                std::string_view body) override {
-    return protocol::SendRouted(frontend_, client, command, request_id, body);
+                zmq::message_t body) override {
+    return protocol::ForwardRouted(frontend_, client, command, request_id, std::move(body));
   }
   bool ToWorker(std::string_view worker, protocol::Command command, std::uint64_t request_id,
-                std::string_view body) override {
-    return protocol::SendRouted(backend_, worker, command, request_id, body);
+                zmq::message_t body) override {
+    return protocol::ForwardRouted(backend_, worker, command, request_id, std::move(body));
   }
 
  private:

@@ -66,7 +66,7 @@ class FakeRouter {
     std::string error;
     if (message.command == protocol::Command::kRequest) {
       protocol::EmbedRequest request;
-      ASSERT_TRUE(protocol::Decode(message.body, &request, &error)) << error;
+      ASSERT_TRUE(protocol::Decode(message.body(), &request, &error)) << error;
       protocol::EmbedReply reply;
       reply.model = request.model;
       reply.dim = 1;
@@ -75,7 +75,7 @@ class FakeRouter {
       body = protocol::Encode(reply);
     } else {
       protocol::ControlRequest control;
-      ASSERT_TRUE(protocol::Decode(message.body, &control, &error)) << error;
+      ASSERT_TRUE(protocol::Decode(message.body(), &control, &error)) << error;
       if (control.op == protocol::ControlOp::kStatus) {
         protocol::StatusReply status;
         status.router_version = "fake";

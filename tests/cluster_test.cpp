@@ -126,7 +126,7 @@ TEST_F(ClusterTest, RouterRejectsMalformedMessagesAndKeepsServing) {
     ASSERT_TRUE(received && *received) << error;
     EXPECT_EQ((*received)->command, protocol::Command::kError);
     protocol::ErrorBody body;
-    ASSERT_TRUE(protocol::Decode((*received)->body, &body, &error)) << error;
+    ASSERT_TRUE(protocol::Decode((*received)->body(), &body, &error)) << error;
     EXPECT_EQ(body.code, ErrorCode::kBadRequest) << body.message;
   }
   Client client(cluster.frontend());

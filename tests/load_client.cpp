@@ -74,12 +74,12 @@ LoadResult RunClient(int c, const std::string& frontend, const Reference& refere
       if (answered) ++*answered;
       if (message.command == protocol::Command::kError) {
         protocol::ErrorBody e;
-        protocol::Decode(message.body, &e, &error);
+        protocol::Decode(message.body(), &e, &error);
         ++result.errors[e.code];
       } else {
         protocol::EmbedReply reply;
         const auto& picks = it->second.picks;
-        if (!protocol::Decode(message.body, &reply, &error) || reply.count != picks.size()) {
+        if (!protocol::Decode(message.body(), &reply, &error) || reply.count != picks.size()) {
           ++result.wrong;
         } else {
           for (std::size_t i = 0; i < picks.size(); ++i) {

@@ -61,7 +61,7 @@ struct Tally {
       ++kinds["REPLY"];
     } else {
       protocol::ErrorBody body;
-      if (!protocol::Decode(message->body, &body, &error)) {
+      if (!protocol::Decode(message->body(), &body, &error)) {
         ++unreadable;
       } else {
         ++kinds[std::string(ErrorCodeName(body.code))];
@@ -344,8 +344,8 @@ TEST(MalformedMessageTest, WorkerAnswersEachMalformedRequestOnceAndStaysCorrect)
       asked.erase(envelope->message->request_id);
       protocol::EmbedReply reply;
       std::string error;
-      ASSERT_EQ(envelope->message->command, Command::kReply) << envelope->message->body;
-      ASSERT_TRUE(protocol::Decode(envelope->message->body, &reply, &error)) << error;
+      ASSERT_EQ(envelope->message->command, Command::kReply) << envelope->message->body();
+      ASSERT_TRUE(protocol::Decode(envelope->message->body(), &reply, &error)) << error;
       ASSERT_EQ(reply.count, 1u);
       if (MaxAbsDiff(reply.data, reference.vectors[text]) < 1e-4f) ++correct;
     }

@@ -30,7 +30,7 @@ TEST(ProtocolTest, FramesRoundTrip) {
   ASSERT_TRUE(message) << error;
   EXPECT_EQ(message->command, Command::kRequest);
   EXPECT_EQ(message->request_id, 0x0123456789abcdefULL);
-  EXPECT_EQ(message->body, "body bytes");
+  EXPECT_EQ(message->body(), "body bytes");
 }
 
 TEST(ProtocolTest, EveryCommandRoundTrips) {

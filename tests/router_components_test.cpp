@@ -63,7 +63,7 @@ class RouterComponentsTest : public ::testing::Test {
                        .client_request_id = id * 10,
                        .model = model,
                        .version = 0,
-                       .body = "body-" + std::to_string(id),
+                       .body = zmq::message_t("body-" + std::to_string(id)),
                        .accepted_at = t0});
     return id;
   }
@@ -98,7 +98,7 @@ TEST_F(RouterComponentsTest, DispatchSendsWhileCreditLastsThenQueuesThenRefuses)
 
   // a's worker answers: its credit goes to the oldest waiting request (c, then d).
   const std::string a_worker = transport_.to_workers[0].peer;
-  requests_.Reply(a, "vectors", t0 + 1ms);
+  requests_.Reply(a, zmq::message_t(std::string_view("vectors")), t0 + 1ms);
   EXPECT_EQ(released_.back(), (std::pair<std::string, std::uint64_t>{a_worker, a}));
   dispatcher_.DrainQueue("m", t0 + 1ms);
   ASSERT_EQ(transport_.to_workers.size(), 3u);
@@ -165,7 +165,7 @@ TEST_F(RouterComponentsTest, DeadlinesFailRequestsAndReleaseTheirCredit) {
   EXPECT_EQ(CodeOf(transport_.to_clients[0]), ErrorCode::kTimeout);
   EXPECT_TRUE(workers_.Find("w1")->in_flight.empty()) << "the credit came back";
   // Exactly one answer: a late reply finds nothing.
-  requests_.Reply(a, "late", t0 + 2s);
+  requests_.Reply(a, zmq::message_t(std::string_view("late")), t0 + 2s);
   EXPECT_EQ(transport_.to_clients.size(), 1u);
 }
 
@@ -280,7 +280,7 @@ class CacheFrontTest : public ::testing::Test {
   }
   PendingRequest Pending(const std::vector<std::string>& inputs) {
     request_ = {.model = "m", .version = 0, .inputs = inputs};
-    return {.client = "c", .model = "m", .body = protocol::Encode(request_)};
+    return {.client = "c", .model = "m", .body = zmq::message_t(protocol::Encode(request_))};
   }
   // What worker w1 answers for m:1: 2-float vectors, one batch.
   static protocol::EmbedReply WorkerReply(std::vector<float> data) {
@@ -308,7 +308,7 @@ TEST_F(CacheFrontTest, PartialHitsAskForDistinctMissesAndMergeInInputOrder) {
   ASSERT_EQ(front_.Look(1, p, request_, 1u, t0, &reply), CacheFront::Lookup::kDispatch);
   protocol::EmbedRequest asked;
   std::string error;
-  ASSERT_TRUE(protocol::Decode(p.body, &asked, &error)) << error;
+  ASSERT_TRUE(protocol::Decode(p.body.to_string_view(), &asked, &error)) << error;
   EXPECT_EQ(asked.inputs, (std::vector<std::string>{"b"})) << "each missing text once";
   EXPECT_EQ(asked.version, 1u) << "pinned to the version the hits are of";
   EXPECT_EQ(metrics_.cache_hits, 2u);
@@ -339,10 +339,10 @@ TEST_F(CacheFrontTest, FullHitsAreAnsweredWithoutAWorker) {
 TEST_F(CacheFrontTest, WithNothingReadyTheRequestGoesAsItCame) {
   Cache("a", {1, 1});
   PendingRequest p = Pending({"a", "b"});
-  const std::string body = p.body;
+  const std::string body = p.body.to_string();
   std::string reply;
   ASSERT_EQ(front_.Look(1, p, request_, std::nullopt, t0, &reply), CacheFront::Lookup::kDispatch);
-  EXPECT_EQ(p.body, body);
+  EXPECT_EQ(p.body.to_string(), body);
   EXPECT_EQ(p.texts, (std::vector<std::string>{"a", "b"})) << "the reply fills the cache";
 }
 

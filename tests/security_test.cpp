@@ -97,7 +97,7 @@ std::string Control(const std::string& frontend, const curve::ClientKeys& keys,
   if (!received || !*received) return "MALFORMED: " + error;
   if ((*received)->command == protocol::Command::kReply) return "REPLY";
   protocol::ErrorBody body;
-  if (!protocol::Decode((*received)->body, &body, &error)) return "MALFORMED: " + error;
+  if (!protocol::Decode((*received)->body(), &body, &error)) return "MALFORMED: " + error;
   return std::string(ErrorCodeName(body.code));
 }
 

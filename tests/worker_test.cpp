@@ -118,7 +118,7 @@ int ServedBy(const std::optional<protocol::Message>& answer) {
   if (!answer || answer->command != protocol::Command::kReply) return -1;
   protocol::EmbedReply reply;
   std::string error;
-  if (!protocol::Decode(answer->body, &reply, &error) || reply.data.size() < 2) return -1;
+  if (!protocol::Decode(answer->body(), &reply, &error) || reply.data.size() < 2) return -1;
   return static_cast<int>(reply.data[1]);
 }
 
@@ -218,7 +218,7 @@ TEST(WorkerTest, RepliesGoBackToTheRouterThatAsked) {
     protocol::EmbedReply reply;
     std::string error;
     if (!m || m->command != protocol::Command::kReply) return -1;
-    return protocol::Decode(m->body, &reply, &error) ? static_cast<int>(reply.count) : -1;
+    return protocol::Decode(m->body(), &reply, &error) ? static_cast<int>(reply.count) : -1;
   };
   EXPECT_EQ(count(h.router(0).AwaitAnswer(a)), 1);
   EXPECT_EQ(count(h.router(1).AwaitAnswer(b)), 3);

@@ -224,7 +224,7 @@ void Worker::HandleRequest(std::size_t link, const protocol::Message& message) {
   const Origin origin{link, message.request_id};
   Job job;
   std::string error;
-  if (!protocol::Decode(message.body, &job.request, &error)) {
+  if (!protocol::Decode(message.body(), &job.request, &error)) {
     SendError(origin, ErrorCode::kBadRequest, error);
     return;
   }
@@ -248,7 +248,7 @@ void Worker::HandleControl(std::size_t link, const protocol::Message& message) {
   const Origin origin{link, message.request_id};
   protocol::ControlRequest control;
   std::string error;
-  if (!protocol::Decode(message.body, &control, &error)) {
+  if (!protocol::Decode(message.body(), &control, &error)) {
     SendError(origin, ErrorCode::kBadRequest, error);
     return;
   }

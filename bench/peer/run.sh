@@ -36,35 +36,19 @@ MAX_SECONDS=${MAX_SECONDS:-8}
 OUT_JSON=${OUT_JSON:-$ROOT/bench/results/peer.json}
 PRECISION=${PRECISION:-fp32}
 if [[ $PRECISION == fp32 ]]; then TOLERANCE=${TOLERANCE:-1e-4}; else TOLERANCE=${TOLERANCE:-5e-3}; fi
-ORT_VERSION=1.30.0
 MODEL=$BUILD/models/minilm-l6-random
 SIDE=$BUILD/bench/ember-peer-side
 PY=/usr/bin/python3
 
-# 1. the peer
-if [[ ! -f $SCRATCH/node_modules/onnxruntime-node/package.json ]] ||
-   ! grep -q "\"version\": \"$ORT_VERSION\"" "$SCRATCH/node_modules/onnxruntime-node/package.json"; then
-  echo "== installing onnxruntime-node@$ORT_VERSION into $SCRATCH"
-  mkdir -p "$SCRATCH"
-  [[ -f $SCRATCH/package.json ]] || echo '{"name":"ember-peer-scratch","private":true}' >"$SCRATCH/package.json"
-  (cd "$SCRATCH" && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund \
-     "onnxruntime-node@$ORT_VERSION")
-fi
-
-# 2. ember's side and the model
+# 1. the peer (installed, model exported: bench/peer/prepare.sh)
 if [[ ! -x $SIDE ]]; then
   echo "run.sh: $SIDE is missing; add the ember-peer-side target (bench/peer/ember_side.cpp," >&2
   echo "        see the header of that file) and build it: cmake --build $BUILD --target ember-peer-side" >&2
   exit 1
 fi
-[[ -f $MODEL/model.safetensors ]] || cmake --build "$BUILD" --target ember_models
-mkdir -p "$WORK"
+PEER_SCRATCH=$SCRATCH PEER_WORK=$WORK
+source "$ROOT/bench/peer/prepare.sh"
 rm -f "$WORK"/*.f32 "$WORK"/ember_t*.json "$WORK"/peer_t*.json "$WORK"/*_r*.json
-if [[ ! -f $WORK/model.onnx || $MODEL/model.safetensors -nt $WORK/model.onnx ||
-      $ROOT/bench/peer/export_onnx.py -nt $WORK/model.onnx ]]; then
-  echo "== exporting $MODEL to $WORK/model.onnx"
-  "$PY" "$ROOT/bench/peer/export_onnx.py" "$MODEL" "$WORK/model.onnx" 2> >(grep -v -i warn >&2)
-fi
 "$SIDE" --write-inputs "$WORK/inputs.json" --batches "$BATCHES" --lengths "$LENGTHS"
 
 # Load average every 5 s while timing (the benchmark's own threads count towards it).
@@ -82,8 +66,8 @@ for r in $(seq 1 "$ROUNDS"); do
       --json "$WORK/ember_t${t}_r$r.json" --min-seconds "$MIN_SECONDS" \
       --max-seconds "$MAX_SECONDS" --precision "$PRECISION"
     echo "== round $r, threads $t: onnxruntime-node $ORT_VERSION"
-    NODE_PATH=$SCRATCH/node_modules node "$ROOT/bench/peer/peer_bench.mjs" \
-      --model "$WORK/model.onnx" --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" \
+    NODE_PATH=$PEER_NODE_PATH node "$ROOT/bench/peer/peer_bench.mjs" \
+      --model "$PEER_ONNX" --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" \
       --json "$WORK/peer_t${t}_r$r.json" --min-seconds "$MIN_SECONDS" --max-seconds "$MAX_SECONDS"
   done
 done

@@ -369,6 +369,10 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
       encoder.type_emb0 = impl->type_emb0.data_ptr<float>();
       encoder.emb_ln_w = impl->emb_ln_w.data_ptr<float>();
       encoder.emb_ln_b = impl->emb_ln_b.data_ptr<float>();
+      // Every batch size compiled now, not on the first request of each size.
+      for (const CpuEncoderWeights::Layer& l : encoder.layers) {
+        for (const PackedDense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) d->Precompile();
+      }
       impl->fused = std::move(encoder);
     }
   } catch (const c10::Error& e) {

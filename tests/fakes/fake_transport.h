@@ -21,14 +21,14 @@ struct Sent {
 class FakeTransport : public router::Transport {
  public:
   bool ToClient(std::string_view client, protocol::Command command, std::uint64_t request_id,
-                std::string_view body) override {
-    to_clients.push_back({std::string(client), command, request_id, std::string(body)});
+                zmq::message_t body) override {
+    to_clients.push_back({std::string(client), command, request_id, body.to_string()});
     return true;
   }
   bool ToWorker(std::string_view worker, protocol::Command command, std::uint64_t request_id,
-                std::string_view body) override {
+                zmq::message_t body) override {
     if (unreachable.contains(std::string(worker))) return false;
-    to_workers.push_back({std::string(worker), command, request_id, std::string(body)});
+    to_workers.push_back({std::string(worker), command, request_id, body.to_string()});
     return true;
   }
 

@@ -81,10 +81,10 @@ class ScriptedRouter {
     protocol::ControlResult result{.code = ErrorCode::kTimeout, .message = "no answer"};
     std::string error;
     if (answer && answer->command == protocol::Command::kReply) {
-      EXPECT_TRUE(protocol::Decode(answer->body, &result, &error)) << error;
+      EXPECT_TRUE(protocol::Decode(answer->body(), &result, &error)) << error;
     } else if (answer) {
       protocol::ErrorBody body;
-      EXPECT_TRUE(protocol::Decode(answer->body, &body, &error)) << error;
+      EXPECT_TRUE(protocol::Decode(answer->body(), &body, &error)) << error;
       result.code = body.code;
       result.message = body.message;
     }
@@ -164,7 +164,7 @@ class ScriptedRouter {
         case protocol::Command::kReady: {
           protocol::ReadyBody ready;
           std::string error;
-          EXPECT_TRUE(protocol::Decode(m.body, &ready, &error)) << error;
+          EXPECT_TRUE(protocol::Decode(m.body(), &ready, &error)) << error;
           readies_.push_back(std::move(ready));
           protocol::SendRouted(socket_, worker_, protocol::Command::kReady, m.request_id, {});
           if (want == 0) return std::nullopt;  // let WaitForReady look at it

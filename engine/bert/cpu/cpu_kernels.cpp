@@ -4,13 +4,7 @@
 #include <bit>
 #include <cmath>
 
-// One clone per x86-64 ISA level, chosen by an ifunc resolver when the library loads.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define EMBER_VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define EMBER_VECTOR_CLONES
-#endif
+#include "engine/bert/cpu/vector_clones.h"
 
 namespace ember::engine {
 namespace {

@@ -147,6 +147,14 @@ PackedDense::PackedDense(const float* wt, const float* bias, int64_t in, int64_t
   m.by_rows.resize(kMaxRows + 1);
 }
 
+void PackedDense::Precompile() const {
+  try {
+    for (int64_t rows = 1; rows <= kMaxRows; ++rows) (void)impl_->Get(rows);
+  } catch (const dnnl::error& e) {
+    throw std::runtime_error("PackedDense: oneDNN: " + std::string(e.what()));
+  }
+}
+
 void PackedDense::Apply(const float* x, int64_t rows, float* y) const {
   const Impl& m = *impl_;
   try {
@@ -216,6 +224,8 @@ void PackedDense::Apply(const float* x, int64_t rows, float* y) const {
     AddBias(y, rows, m.out, m.bias.data());
   }
 }
+
+void PackedDense::Precompile() const {}
 
 uint64_t PackedDense::bytes() const {
   return (impl_->wt.size() + impl_->bias.size()) * sizeof(float);
