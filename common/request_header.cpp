@@ -223,7 +223,12 @@ class HeaderVisitor : public msgpack::null_visitor {
 }  // namespace
 
 bool Decode(std::string_view bytes, EmbedRequestHeader* out, std::string* error) {
+  // Reset, but keep the model string's buffer: a caller that reads every request into one
+  // header allocates nothing for names past std::string's inline size.
+  std::string model = std::move(out->model);
+  model.clear();
   *out = EmbedRequestHeader{};
+  out->model = std::move(model);
   HeaderVisitor visitor(out);
   std::size_t offset = 0;
   const bool parsed = msgpack::parse(bytes.data(), bytes.size(), offset, visitor);

@@ -39,9 +39,12 @@ Dispatcher::Outcome Dispatcher::Dispatch(std::uint64_t id, Clock::time_point now
                      "request failed on " + std::to_string(p->attempts) + " workers", now);
       return Outcome::kFailed;
     }
-    std::vector<WorkerState*> candidates;
+    // A member, so its capacity stays: a dispatch allocates nothing. A nested Dispatch (via
+    // unreachable_ below) refills it, but this loop reads it only before that call.
+    std::vector<WorkerState*>& candidates = candidates_;
+    candidates.clear();
     if (const auto version = workers_.Resolve(p->model, p->version)) {
-      candidates = workers_.Candidates(p->model, *version);
+      workers_.Candidates(p->model, *version, &candidates);
     }
     std::erase_if(candidates, [](const WorkerState* w) { return !w->HasCredit(); });
     if (candidates.empty()) {
@@ -98,8 +101,17 @@ void Dispatcher::DrainQueue(const std::string& model, Clock::time_point now) {
   }
 }
 
-void Dispatcher::DrainQueues(std::vector<protocol::ModelInfo> models, Clock::time_point now) {
-  for (const auto& m : models) DrainQueue(m.name, now);
+void Dispatcher::DrainQueues(const std::vector<protocol::ModelInfo>& models,
+                             Clock::time_point now) {
+  // Draining may drop the worker `models` belongs to: first copy the names of the queues with
+  // anything waiting (usually none, and then nothing is copied).
+  std::vector<std::string> waiting;
+  for (const auto& m : models) {
+    if (auto it = queues_.find(m.name); it != queues_.end() && !it->second.ids.empty()) {
+      waiting.push_back(m.name);
+    }
+  }
+  for (const auto& model : waiting) DrainQueue(model, now);
 }
 
 void Dispatcher::Redispatch(const std::vector<std::uint64_t>& ids, Clock::time_point now) {

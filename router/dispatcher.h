@@ -37,9 +37,9 @@ class Dispatcher {
   Outcome Dispatch(std::uint64_t id, Clock::time_point now);
   // Sends queued requests of `model` while workers have credit, oldest first.
   void DrainQueue(const std::string& model, Clock::time_point now);
-  // Drains the queues of each model in `models` (by value: draining may drop the worker
-  // they came from).
-  void DrainQueues(std::vector<protocol::ModelInfo> models, Clock::time_point now);
+  // Drains the queues of each model in `models` (which may belong to a worker that draining
+  // drops: the names are copied first).
+  void DrainQueues(const std::vector<protocol::ModelInfo>& models, Clock::time_point now);
   // Sends again requests whose worker is gone (embedding is idempotent).
   void Redispatch(const std::vector<std::uint64_t>& ids, Clock::time_point now);
   // Fails the queued requests for which `known(model, version)` is false with UNKNOWN_MODEL.
@@ -63,6 +63,7 @@ class Dispatcher {
   Transport& transport_;
   const std::function<void(const std::string&)> unreachable_;
   std::unordered_map<std::string, ModelQueue> queues_;
+  std::vector<WorkerState*> candidates_;  // Dispatch's scratch
 };
 
 // "no worker serves model 'm' version 2": the UNKNOWN_MODEL message for (model, version).

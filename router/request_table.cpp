@@ -92,7 +92,7 @@ void RequestTable::SendError(const std::string& client, std::uint64_t client_req
                       zmq::message_t(protocol::Encode(protocol::ErrorBody{code, message})));
 }
 
-void RequestTable::Forget(std::unordered_map<std::uint64_t, PendingRequest>::iterator it) {
+void RequestTable::Forget(PendingMap::iterator it) {
   auto c = client_in_flight_.find(it->second.client);
   if (c != client_in_flight_.end() && --c->second == 0) client_in_flight_.erase(c);
   const std::uint64_t id = it->first;

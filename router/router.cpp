@@ -182,8 +182,9 @@ void Router::State::HandleFrontend() {
 void Router::State::HandleRequest(const std::string& client, protocol::Message& message) {
   ++accepted;
   const auto now = Clock::now();
-  // The header is all routing needs: the texts stay in the client's frame, uncopied.
-  protocol::EmbedRequestHeader request;
+  // The header is all routing needs: the texts stay in the client's frame, uncopied. One
+  // header for every request keeps the model name's buffer.
+  protocol::EmbedRequestHeader& request = header;
   std::string error;
   // Refusals are answered at once and counted under the model asked for.
   const auto refuse = [&](ErrorCode code, const std::string& why) {
@@ -388,7 +389,8 @@ void Router::State::HandleRegistration(const std::string& id, const protocol::Me
   transport.ToWorker(id, Command::kReady, message.request_id, {});
   const WorkerState& worker = *workers.Find(id);
   catalog.Remember(worker, now);
-  std::vector<protocol::ModelInfo> models = worker.models;
+  // A copy: re-dispatching the orphans may drop this worker again.
+  const std::vector<protocol::ModelInfo> models = worker.models;
   const ModelCatalog::Forgotten forgotten = catalog.Forget(before, workers);
   for (const auto& [model, version] : forgotten.versions) {
     // Its vectors can never be served again (the key holds the version).
@@ -399,7 +401,7 @@ void Router::State::HandleRegistration(const std::string& id, const protocol::Me
                           now);
   }
   dispatcher.Redispatch(orphans, now);
-  dispatcher.DrainQueues(std::move(models), now);
+  dispatcher.DrainQueues(models, now);
 }
 
 void Router::State::HandleResult(WorkerState& worker, protocol::Message& message) {

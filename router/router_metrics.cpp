@@ -5,7 +5,12 @@
 namespace ember::router {
 
 void RouterMetrics::CountRequest(const std::string& model, std::string_view outcome) {
-  ++requests[{model, std::string(outcome)}];
+  auto by_model = requests.find(model);
+  if (by_model == requests.end()) by_model = requests.try_emplace(model).first;
+  auto count = by_model->second.find(outcome);
+  if (count == by_model->second.end())
+    count = by_model->second.try_emplace(std::string(outcome)).first;
+  ++count->second;
 }
 
 void RouterMetrics::Observe(std::map<std::string, metrics::Histogram>& family,
@@ -22,9 +27,11 @@ void RouterMetrics::Observe(std::map<std::string, metrics::Histogram>& family,
 
 std::string RenderMetrics(const RouterMetrics& m, const RouterSnapshot& s) {
   metrics::TextWriter out;
-  for (const auto& [key, count] : m.requests) {
-    out.Counter("ember_router_requests_total", "Requests answered, by model and outcome.",
-                {{"model", key.first}, {"outcome", key.second}}, static_cast<double>(count));
+  for (const auto& [model, outcomes] : m.requests) {
+    for (const auto& [outcome, count] : outcomes) {
+      out.Counter("ember_router_requests_total", "Requests answered, by model and outcome.",
+                  {{"model", model}, {"outcome", outcome}}, static_cast<double>(count));
+    }
   }
   for (const auto& [code, count] : m.errors) {
     out.Counter("ember_router_errors_total", "ERROR replies sent to clients, by code.",

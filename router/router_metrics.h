@@ -17,8 +17,9 @@
 namespace ember::router {
 
 struct RouterMetrics {
-  // Requests answered, by (model, outcome): "ok" or an error code name.
-  std::map<std::pair<std::string, std::string>, std::uint64_t> requests;
+  // Requests answered, by model, then outcome ("ok" or an error code name). Nested, with
+  // transparent lookups, so counting builds no key (no allocation for long model names).
+  std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>, std::less<>> requests;
   std::map<std::string, std::uint64_t> errors;           // every ERROR sent to a client, by code
   std::map<std::string, metrics::Histogram> end_to_end;  // by model: accept to reply
   std::map<std::string, metrics::Histogram> dispatch;    // by model: dispatch to reply

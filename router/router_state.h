@@ -8,6 +8,7 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "common/request_header.h"
 #include "router/cache_front.h"
 #include "router/control_fanout.h"
 #include "router/dispatcher.h"
@@ -71,6 +72,7 @@ struct Router::State {
   std::unique_ptr<CacheFront> cache_front;        // with the cache
   std::unique_ptr<MetricsServer> metrics_server;  // null when metrics_listen is empty
   std::uint64_t accepted = 0;                     // requests seen (status)
+  protocol::EmbedRequestHeader header;            // HandleRequest's, reused
   Clock::time_point next_heartbeat, next_metrics;
 };
 

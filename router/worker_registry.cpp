@@ -5,7 +5,7 @@
 namespace ember::router {
 namespace {
 
-std::vector<std::uint64_t> Ids(const std::unordered_set<std::uint64_t>& set) {
+std::vector<std::uint64_t> Ids(const InFlightSet& set) {
   return std::vector<std::uint64_t>(set.begin(), set.end());
 }
 
@@ -28,9 +28,11 @@ std::vector<std::uint64_t> WorkerRegistry::Register(const std::string& id,
       it != workers_.end() && ready.session != 0 && it->second.session == ready.session;
   if (!update) {
     orphans = Remove(id);
-    workers_[id].registered = now;
+    // A pmr container keeps the resource it was built with: build the set on the pool.
+    it = workers_.try_emplace(id, &pool_).first;
+    it->second.registered = now;
   }
-  WorkerState& w = workers_[id];
+  WorkerState& w = it->second;
   w.id = id;
   w.session = ready.session;
   w.device = std::move(ready.device);
@@ -69,13 +71,12 @@ std::optional<std::uint32_t> WorkerRegistry::Resolve(std::string_view model,
   return best;
 }
 
-std::vector<WorkerState*> WorkerRegistry::Candidates(std::string_view model,
-                                                     std::uint32_t version) {
-  std::vector<WorkerState*> out;
+void WorkerRegistry::Candidates(std::string_view model, std::uint32_t version,
+                                std::vector<WorkerState*>* out) {
+  out->clear();
   for (auto& [id, w] : workers_) {
-    if (w.Serves(model, version)) out.push_back(&w);
+    if (w.Serves(model, version)) out->push_back(&w);
   }
-  return out;
 }
 
 std::vector<std::string> WorkerRegistry::SilentSince(Clock::time_point deadline) const {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory_resource>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,7 +20,13 @@ namespace ember::router {
 
 using Clock = std::chrono::steady_clock;
 
+using InFlightSet = std::pmr::unordered_set<std::uint64_t>;
+
 struct WorkerState {
+  WorkerState() = default;
+  // Its in_flight set allocates from `pool` (the registry's).
+  explicit WorkerState(std::pmr::memory_resource* pool) : in_flight(pool) {}
+
   std::string id;  // the worker's ZeroMQ routing id
   std::string device;
   std::uint64_t session = 0;  // the worker process's READY session
@@ -28,7 +35,9 @@ struct WorkerState {
   std::uint32_t capacity = 0;
   double weight = 1.0;  // for weighted round robin and adaptive
   std::vector<protocol::ModelInfo> models;
-  std::unordered_set<std::uint64_t> in_flight;  // router request ids sent to it
+  // Router request ids sent to it. The registry builds each worker's set on its pool, so a
+  // dispatch costs no malloc; a default-made WorkerState (tests) uses the heap.
+  InFlightSet in_flight;
   std::uint64_t completed = 0;
   std::uint64_t failed = 0;
   Clock::time_point last_seen;
@@ -64,8 +73,9 @@ class WorkerRegistry {
   // 0, or nullopt when no worker has it READY.
   std::optional<std::uint32_t> Resolve(std::string_view model, std::uint32_t version) const;
 
-  // Workers serving (model, version), in a stable order (by id).
-  std::vector<WorkerState*> Candidates(std::string_view model, std::uint32_t version);
+  // Workers serving (model, version), in a stable order (by id), into `out` (cleared first; a
+  // caller that keeps it keeps its capacity, so the hot path allocates nothing).
+  void Candidates(std::string_view model, std::uint32_t version, std::vector<WorkerState*>* out);
 
   // Ids of workers not heard from since `deadline`.
   std::vector<std::string> SilentSince(Clock::time_point deadline) const;
@@ -73,6 +83,8 @@ class WorkerRegistry {
   const std::map<std::string, WorkerState, std::less<>>& workers() const { return workers_; }
 
  private:
+  // Holds the nodes of every worker's in_flight set; declared first, so it outlives them.
+  std::pmr::unsynchronized_pool_resource pool_;
   std::map<std::string, WorkerState, std::less<>> workers_;
 };
 
