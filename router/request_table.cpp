@@ -1,5 +1,7 @@
 #include "router/request_table.h"
 
+#include <algorithm>
+
 #include "common/messages.h"
 
 namespace ember::router {
@@ -32,15 +34,36 @@ std::size_t RequestTable::InFlight(const std::string& client) const {
   return it == client_in_flight_.end() ? 0 : it->second;
 }
 
+namespace {
+// Stale deadline entries tolerated beyond the table's size before a rebuild: small tables
+// never rebuild, and a rebuild's cost is spread over at least this many requests.
+constexpr std::size_t kDeadlineSlack = 1024;
+}  // namespace
+
 void RequestTable::ArmDeadline(std::uint64_t id, Clock::time_point deadline) {
-  if (PendingRequest* p = Find(id)) p->deadline = deadline;
-  deadlines_.emplace(deadline, id);
+  PendingRequest* p = Find(id);
+  if (p == nullptr) return;
+  p->deadline = deadline;
+  p->deadline_armed = true;
+  deadlines_.emplace_back(deadline, id);
+  std::push_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
+  if (deadlines_.size() > 2 * pending_.size() + kDeadlineSlack) CompactDeadlines();
+}
+
+void RequestTable::CompactDeadlines() {
+  // Only each live request's current deadline stays (a re-armed one had older entries too).
+  deadlines_.clear();
+  for (const auto& [id, p] : pending_) {
+    if (p.deadline_armed) deadlines_.emplace_back(p.deadline, id);
+  }
+  std::make_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
 }
 
 void RequestTable::ExpireDeadlines(Clock::time_point now) {
-  while (!deadlines_.empty() && deadlines_.top().first <= now) {
-    const auto [deadline, id] = deadlines_.top();
-    deadlines_.pop();
+  while (!deadlines_.empty() && deadlines_.front().first <= now) {
+    std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>{});
+    const auto [deadline, id] = deadlines_.back();
+    deadlines_.pop_back();
     // A request re-armed later (or answered) is not due.
     const PendingRequest* p = Find(id);
     if (p != nullptr && p->deadline <= now) {

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory_resource>
-#include <queue>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -34,6 +33,7 @@ struct PendingRequest {
   zmq::message_t body{};
   std::string worker{};  // routing id of the worker it went to; empty while queued
   Clock::time_point deadline{};
+  bool deadline_armed = false;      // ArmDeadline was called (the deadline heap holds it)
   Clock::time_point sent_at{};      // of the current attempt, for latency
   Clock::time_point accepted_at{};  // for end-to-end latency
   int attempts = 0;
@@ -75,6 +75,8 @@ class RequestTable {
   void ArmDeadline(std::uint64_t id, Clock::time_point deadline);
   // Fails every request whose deadline passed at `now`.
   void ExpireDeadlines(Clock::time_point now);
+  // Entries in the deadline heap, live or stale (at most twice the table, plus a slack).
+  std::size_t deadline_entries() const { return deadlines_.size(); }
 
   // Answers request `id` with REPLY `body` and forgets it.
   void Reply(std::uint64_t id, zmq::message_t body, Clock::time_point now);
@@ -95,6 +97,7 @@ class RequestTable {
   void Forget(PendingMap::iterator it);
   void CountOutcome(const std::string& model, std::string_view outcome,
                     Clock::time_point accepted_at, Clock::time_point now);
+  void CompactDeadlines();  // rebuilds deadlines_ from the live requests
 
   Transport& transport_;
   RouterMetrics& metrics_;
@@ -106,9 +109,13 @@ class RequestTable {
   std::pmr::unsynchronized_pool_resource pool_;
   PendingMap pending_{&pool_};
   std::pmr::unordered_map<std::string, std::size_t> client_in_flight_{&pool_};  // by routing id
-  // (deadline, id) min-heap; entries of answered requests are skipped lazily.
+  // (deadline, id) min-heap (std::push_heap with std::greater). An answered request's entry
+  // stays until it comes due and is skipped then, so without CompactDeadlines the heap would
+  // hold one entry per request of the last `timeout` (a 30 s default at 70k req/s: 2 million,
+  // ~35 MB); rebuilding it from the table whenever stale entries outnumber live ones bounds it
+  // by the requests in flight, at an amortised O(1) per request.
   using DeadlineEntry = std::pair<Clock::time_point, std::uint64_t>;
-  std::priority_queue<DeadlineEntry, std::vector<DeadlineEntry>, std::greater<>> deadlines_;
+  std::vector<DeadlineEntry> deadlines_;
 };
 
 }  // namespace ember::router

@@ -169,6 +169,30 @@ TEST_F(RouterComponentsTest, DeadlinesFailRequestsAndReleaseTheirCredit) {
   EXPECT_EQ(transport_.to_clients.size(), 1u);
 }
 
+TEST_F(RouterComponentsTest, AnsweredRequestsDoNotPileUpInTheDeadlineHeap) {
+  // Two long-lived requests (one re-armed), then many answered ones with long deadlines: the
+  // heap is rebuilt from the table and the live deadlines survive each rebuild.
+  const auto early = Accept(), rearmed = Accept();
+  requests_.ArmDeadline(early, t0 + 10s);
+  requests_.ArmDeadline(rearmed, t0 + 5s);
+  requests_.ArmDeadline(rearmed, t0 + 20s);
+  int over = 0;  // times the heap held more than two entries per request, plus the slack
+  for (int i = 0; i < 10'000; ++i) {
+    const auto id = Accept();
+    requests_.ArmDeadline(id, t0 + 30s);
+    if (requests_.deadline_entries() > 2 * requests_.size() + 1024) ++over;
+    requests_.Reply(id, zmq::message_t(std::string_view("ok")), t0);
+  }
+  EXPECT_EQ(over, 0) << "stale entries are dropped";
+  requests_.ExpireDeadlines(t0 + 10s);
+  EXPECT_FALSE(requests_.Contains(early)) << "its deadline survived the rebuilds";
+  EXPECT_TRUE(requests_.Contains(rearmed)) << "only its latest deadline counts";
+  requests_.ExpireDeadlines(t0 + 20s);
+  EXPECT_FALSE(requests_.Contains(rearmed));
+  requests_.ExpireDeadlines(t0 + 30s);
+  EXPECT_EQ(requests_.deadline_entries(), 0u) << "the stale ones left as they came due";
+}
+
 TEST_F(RouterComponentsTest, RequestsOfADeadWorkerGoToAnother) {
   workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
   const auto a = Accept();
