@@ -132,6 +132,7 @@ TEST(RouterAllocationTest, AWarmRequestCostsAtMostTheHeaderParsersStack) {
   };
   cycle(20'000);  // warm: tables, pools, heaps and metric families reach their steady size
   const std::uint64_t replies_before = transport.replies;
+  const std::uint64_t dispatched_before = transport.dispatched;
   constexpr std::uint64_t kRequests = 20'000;
   allocations = 0;
   counting = true;
@@ -140,6 +141,8 @@ TEST(RouterAllocationTest, AWarmRequestCostsAtMostTheHeaderParsersStack) {
 
   ASSERT_EQ(header_failures, 0u) << error;
   EXPECT_EQ(transport.replies - replies_before, kRequests) << "every request was answered";
+  EXPECT_EQ(transport.dispatched - dispatched_before, kRequests)
+      << "every request went straight to a worker (the path measured is dispatch, not queueing)";
   EXPECT_EQ(metrics.requests["minilm"]["ok"], transport.replies);
   // msgpack-cxx's parser reserves its container stack on each parse (its API has no
   // allocator hook): one per request. Anything more is the router's own.
