@@ -9,7 +9,7 @@
 #              into batches under the same limits (32 texts, max-batch-tokens counted as the
 #              worker counts them), no sockets (ember-model-bench): the limit; "ids only" is
 #              the same without the tokenizer
-#   onnxrt     ONNX Runtime (onnxruntime-node, bench/peer/) on the same model exported to
+#   onnxrt     ONNX Runtime (onnxruntime from PyPI, bench/peer/) on the same model exported to
 #              ONNX, the same batches of ids (padded), the same thread count: the peer
 #
 # ROUNDS rounds, alternating whether the served or the offline side goes first; the ratios
@@ -102,7 +102,7 @@ run_offline() {
 }
 # run_peer NAME: ONNX Runtime over the offline batches.
 run_peer() {
-  NODE_PATH=$PEER_NODE_PATH "${COMPUTE[@]}" node "$ROOT/bench/peer/peer_bench.mjs" --model "$PEER_ONNX" \
+  "${COMPUTE[@]}" "$PEER_PY" "$ROOT/bench/peer/peer_bench.py" --model "$PEER_ONNX" \
     --inputs "$TMP/batches.json" --threads "$THREADS" --out-dir "$TMP/peer" \
     --json "$TMP/$1.json" --min-seconds 0.5 --min-iters 3 >/dev/null
 }
@@ -112,8 +112,8 @@ echo "batching.sh: $CONCURRENCY clients x 1 text, $THREADS threads, ${DURATION}s
 run_offline offline-0 --e2e-write-batches "$TMP/batches.json"  # the batches, and a warm-up
 if [[ -n $PEER ]]; then
   mkdir -p "$TMP/peer"
-  # Installs onnxruntime-node (npm) and exports the model once; a machine without npm access
-  # gets the rest of the bench.
+  # Exports the model once with the project's Python (onnxruntime, torch); a machine without
+  # that environment gets the rest of the bench.
   if ! (source "$ROOT/bench/peer/prepare.sh") >"$TMP/peer-prepare.log" 2>&1; then
     echo "batching.sh: the ONNX Runtime peer could not be prepared (see below); going on without" >&2
     tail -5 "$TMP/peer-prepare.log" >&2

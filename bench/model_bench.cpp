@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
   std::string e2e_write_batches;
   app.add_option("--e2e-write-batches", e2e_write_batches,
                  "with --e2e-texts: write the token ids of each batch as JSON cells {batch, "
-                 "length, ids} (bench/peer/peer_bench.mjs --inputs: the peer runs the same "
+                 "length, ids} (bench/peer/peer_bench.py --inputs: the peer runs the same "
                  "batches)");
   app.add_option("--e2e-texts", e2e_texts,
                  "texts file (one per line) for the tokenizer + model cell: all of them run in "

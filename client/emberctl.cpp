@@ -1,4 +1,4 @@
-// emberctl: the ember command line (embed, models, status).
+// emberctl: the ember command line (embed, similarity, models, keys, status).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +8,7 @@
 #include "client/client.h"
 #include "client/keys_command.h"
 #include "client/models_command.h"
+#include "client/similarity_command.h"
 
 namespace {
 
@@ -147,6 +148,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 30));
   embed->add_flag("--no-truncate", no_truncate, "fail with TOO_LONG instead of truncating");
 
+  ember::ctl::AddSimilarityCommand(app, flags.routers, flags.timeout_ms);
   ember::ctl::AddModelsCommand(app, flags.routers, flags.timeout_ms);
   ember::ctl::AddKeysCommand(app);
 

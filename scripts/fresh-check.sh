@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Runs the README's two commands (./scripts/demo.sh, then ./scripts/test.sh) on a freshly
 # bootstrapped Debian 12 root, as a new user's machine would: a minimal root built by
-# mmdebstrap from Debian's own packages (nothing else from the network), this checkout copied
-# in as a clean clone would have it (tracked and untracked-but-not-ignored files), and
-# nothing of this machine's installed state. A package that setup.sh misses (for example
-# one Debian pulls in only as a Recommends) fails here, where it cannot on a machine that
-# already has it.
+# mmdebstrap from Debian's own packages, this checkout copied in as a clean clone would have it
+# (tracked and untracked-but-not-ignored files), and nothing of this machine's installed state
+# but its CUDA toolkit (below). setup.sh then installs from Debian's and PyPI's registries (the
+# Python environment: about 4 GB of wheels). A package that setup.sh misses (for example one
+# Debian pulls in only as a Recommends) fails here, where it cannot on a machine that already
+# has it.
+#
+# The CUDA toolkit is not a Debian package: a GPU build machine has NVIDIA's, in
+# /usr/local/cuda-VERSION with /usr/local/cuda pointing at it. That folder of this machine (if it
+# has one) is mounted read-only into the root at the same place, with /usr/local/cuda and
+# nvcc on PATH, as NVIDIA's installer leaves them; EMBER_FRESH_CUDA=none leaves it out.
 #
 #   sudo ./scripts/fresh-check.sh            # prints each command's time; non-zero on failure
 #   EMBER_FRESH_KEEP=1 ...                   # keep the root afterwards (to look around)
-#   EMBER_FRESH_DIR=/var/tmp/x ...           # where the root goes (needs ~6 GiB)
+#   EMBER_FRESH_DIR=/var/tmp/x ...           # where the root goes (needs ~14 GiB)
 #   EMBER_FRESH_MIRROR=http://... ...        # a Debian mirror (default deb.debian.org)
 #
 # Too slow for every CI run (~30-40 min on 2 cores, all of it cold: no ccache, no packages):
@@ -30,6 +36,8 @@ fi
 mirror="${EMBER_FRESH_MIRROR:-http://deb.debian.org/debian}"
 security="${EMBER_FRESH_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
 work="${EMBER_FRESH_DIR:-$(mktemp -d /var/tmp/ember-fresh-XXXXXX)}"
+cuda="${EMBER_FRESH_CUDA:-$(readlink -f /usr/local/cuda 2>/dev/null || true)}"
+[ "$cuda" = none ] || [ -x "$cuda/bin/nvcc" ] || cuda=none
 mkdir -p "$work"
 chroot_dir="$work/root"
 cleanup() {
@@ -82,6 +90,10 @@ bootstrap() {
     mkdir -p "$chroot_dir/usr/local/share/ca-certificates"
     cp /usr/local/share/ca-certificates/*.crt "$chroot_dir/usr/local/share/ca-certificates/"
   fi
+  if [ "$cuda" != none ]; then
+    mkdir -p "$chroot_dir$cuda"
+    ln -sfn "$cuda" "$chroot_dir/usr/local/cuda"
+  fi
   mkdir -p "$chroot_dir/root/ember"
   # What a clean clone holds: tracked files and untracked ones git does not ignore.
   (cd "$repo" && git ls-files -z --cached --others --exclude-standard |
@@ -92,22 +104,26 @@ bootstrap() {
 # mounts and every process it started go away with it), with a clean environment.
 in_root() {
   unshare --mount --pid --fork --kill-child bash -euo pipefail -c '
-    root="$1"; shift
+    root="$1" cuda="$2"; shift 2
     mount --make-rprivate /
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
     mount --rbind /dev "$root/dev"
     mount -t tmpfs tmpfs "$root/dev/shm"
+    if [ "$cuda" != none ]; then
+      mount --bind "$cuda" "$root$cuda"
+      mount -o remount,bind,ro "$root$cuda"
+    fi
     exec chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb \
-      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/cuda/bin \
       /bin/bash -c "cd /root/ember && $*"
-  ' in_root "$chroot_dir" "$@"
+  ' in_root "$chroot_dir" "$cuda" "$@"
 }
 
 echo "fresh-check: bootstrapping Debian 12 (minbase) in $chroot_dir"
 step "bootstrap (mmdebstrap)" bootstrap || { printf '%s\n' "${results[@]}"; exit 1; }
 packages=$(chroot "$chroot_dir" dpkg-query -W -f='.\n' | wc -l)
-echo "fresh-check: fresh root has $packages packages; running the README's commands"
+echo "fresh-check: fresh root has $packages packages, CUDA toolkit: $cuda; running the README's commands"
 step "./scripts/demo.sh" in_root ./scripts/demo.sh || true
 if [ "$failed" -eq 0 ]; then
   echo "fresh-check: demo output:"
@@ -117,6 +133,6 @@ step "./scripts/test.sh" in_root ./scripts/test.sh || true
 grep -E "tests passed|tests failed" "$(log_of ./scripts/test.sh)" || true
 
 echo
-echo "fresh-check: Debian 12 minbase root, $(nproc) cores; logs in $work"
+echo "fresh-check: Debian 12 minbase root (CUDA toolkit: $cuda), $(nproc) cores; logs in $work"
 printf '  %s\n' "${results[@]}"
 exit "$failed"

@@ -98,7 +98,7 @@ def main(argv=None):
     if args.meta and os.path.exists(args.meta):
         with open(args.meta) as f:
             meta = json.load(f)
-    out = {"description": "ember BertModel::Embed vs onnxruntime-node on the same seeded ids "
+    out = {"description": "ember BertModel::Embed vs onnxruntime (Python) on the same seeded ids "
                           "(bench/peer/run.sh); sentences/s = batch / mean call time, per side the best of the rounds",
            "machine": platform.node(), "cpus": os.cpu_count(),
            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -11,8 +11,8 @@ output: embeddings, float32 [batch, hidden].
 
 Before exporting, the module is checked against scripts/reference_bert.py (float64, one
 sequence at a time, no padding) on a few sequences run as one padded batch; the script fails if
-the max abs difference exceeds 1e-5. Needs only Debian's python3-torch (torch.onnx.export
-writes the protobuf itself; the `onnx` package is not needed). Use /usr/bin/python3.
+the max abs difference exceeds 1e-5. Runs on the project's Python environment (.venv: torch and
+onnx, scripts/setup.sh) with torch's TorchScript-based exporter, which needs no onnxscript.
 """
 
 import argparse
@@ -154,7 +154,7 @@ def main(argv=None):
                       dynamic_axes={"input_ids": {0: "batch", 1: "sequence"},
                                     "attention_mask": {0: "batch", 1: "sequence"},
                                     "embeddings": {0: "batch"}},
-                      do_constant_folding=True)
+                      do_constant_folding=True, dynamo=False)
     os.replace(tmp, args.out_onnx)
     print(f"wrote {args.out_onnx} (opset {args.opset}, {os.path.getsize(args.out_onnx)} bytes)")
     return 0

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark: ember's BertModel::Embed vs ONNX Runtime (onnxruntime-node 1.30.0) on
-# the same seeded model and the same seeded ids (docs/performance.md "Versus ONNX Runtime").
+# Side-by-side benchmark: ember's BertModel::Embed vs ONNX Runtime (onnxruntime from PyPI, in the
+# project's Python environment) on the same seeded model and the same seeded ids
+# (docs/performance.md "Versus ONNX Runtime").
 #
 #   bench/peer/run.sh [BUILD_DIR]          (default: build)
 #
-# 1. installs onnxruntime-node into a scratch folder (PEER_SCRATCH, default /tmp/ember-peer-ort;
-#    skipped if already there);
+# 1. takes onnxruntime from the project's Python environment (.venv, scripts/setup.sh; PEER_PY
+#    names another);
 # 2. uses BUILD_DIR/models/minilm-l6-random (builds the ember_models target if missing) and
-#    exports it to ONNX with bench/peer/export_onnx.py (Debian python3-torch; checked against
+#    exports it to ONNX with bench/peer/export_onnx.py (checked against
 #    scripts/reference_bert.py first);
 # 3. writes the shared inputs once (ember-peer-side --write-inputs) and, ROUNDS times, per thread
-#    count, runs ember's side (BUILD_DIR/bench/ember-peer-side) then the peer's (peer_bench.mjs):
+#    count, runs ember's side (BUILD_DIR/bench/ember-peer-side) then the peer's (peer_bench.py):
 #    alternating, so that a slow spell of the machine (a shared VM's cores vary over minutes)
 #    hits both sides alike rather than one whole side;
 # 4. checks every cell's embeddings agree (max abs diff < 1e-4), prints the table (best round per
@@ -25,7 +26,6 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
-SCRATCH=${PEER_SCRATCH:-/tmp/ember-peer-ort}
 WORK=${PEER_WORK:-/tmp/ember-peer-run}
 ROUNDS=${ROUNDS:-2}
 THREADS=${THREADS:-"1 2"}
@@ -38,7 +38,6 @@ PRECISION=${PRECISION:-fp32}
 if [[ $PRECISION == fp32 ]]; then TOLERANCE=${TOLERANCE:-1e-4}; else TOLERANCE=${TOLERANCE:-5e-3}; fi
 MODEL=$BUILD/models/minilm-l6-random
 SIDE=$BUILD/bench/ember-peer-side
-PY=/usr/bin/python3
 
 # 1. the peer (installed, model exported: bench/peer/prepare.sh)
 if [[ ! -x $SIDE ]]; then
@@ -46,8 +45,9 @@ if [[ ! -x $SIDE ]]; then
   echo "        see the header of that file) and build it: cmake --build $BUILD --target ember-peer-side" >&2
   exit 1
 fi
-PEER_SCRATCH=$SCRATCH PEER_WORK=$WORK
+PEER_WORK=$WORK
 source "$ROOT/bench/peer/prepare.sh"
+PY=$PEER_PY
 rm -f "$WORK"/*.f32 "$WORK"/ember_t*.json "$WORK"/peer_t*.json "$WORK"/*_r*.json
 "$SIDE" --write-inputs "$WORK/inputs.json" --batches "$BATCHES" --lengths "$LENGTHS"
 
@@ -65,8 +65,8 @@ for r in $(seq 1 "$ROUNDS"); do
     "$SIDE" --model "$MODEL" --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" \
       --json "$WORK/ember_t${t}_r$r.json" --min-seconds "$MIN_SECONDS" \
       --max-seconds "$MAX_SECONDS" --precision "$PRECISION"
-    echo "== round $r, threads $t: onnxruntime-node $ORT_VERSION"
-    NODE_PATH=$PEER_NODE_PATH node "$ROOT/bench/peer/peer_bench.mjs" \
+    echo "== round $r, threads $t: onnxruntime $ORT_VERSION"
+    "$PY" "$ROOT/bench/peer/peer_bench.py" \
       --model "$PEER_ONNX" --inputs "$WORK/inputs.json" --threads "$t" --out-dir "$WORK" \
       --json "$WORK/peer_t${t}_r$r.json" --min-seconds "$MIN_SECONDS" --max-seconds "$MAX_SECONDS"
   done
@@ -78,9 +78,8 @@ kill "$SAMPLER" 2>/dev/null || true
 import json, sys, subprocess
 samples = [l.split() for l in open(sys.argv[1]) if l.strip()]
 one = [float(s[1]) for s in samples]
-torch_v = subprocess.run(["/usr/bin/python3", "-c", "import torch; print(torch.__version__)"],
-                         capture_output=True, text=True).stdout.strip()
-json.dump({"onnxruntime_node": sys.argv[3], "export_torch": torch_v,
+import torch
+json.dump({"onnxruntime": sys.argv[3], "export_torch": torch.__version__,
            "load_average_1min_during_run": {"min": min(one, default=None),
                                             "max": max(one, default=None),
                                             "samples": len(one)},
