@@ -16,7 +16,7 @@ byte-identical files for a given torch version (the SHA-256 of model.safetensors
 printed). Initialisation is BERT-like (normal, std 0.02) but biases and LayerNorm
 parameters are also perturbed so every parameter influences the output.
 
-Only torch and the standard library are needed. Use /usr/bin/python3 on Debian.
+Only torch and the standard library are needed: the project's Python (.venv/bin/python3).
 """
 
 import argparse

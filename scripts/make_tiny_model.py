@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes ember-tiny, a small deterministic TorchScript text-embedding model.
 
 ember-tiny is a 2-layer transformer encoder (dim 64, 4 heads) with random

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Reference text embeddings for a BERT folder, computed without ember.
 
 Tokenizes each text with reference_tokenizer.py (a Python port of HF's

@@ -7,7 +7,7 @@ Traces (torch.jit.trace; sizes stay dynamic, checked on another shape) the same 
 and L2 normalisation inside), saves it as OUT_DIR/model.pt with MODEL_DIR's vocab.txt beside it,
 so that `ember-worker --model NAME=OUT_DIR/model.pt` and `ember-peer-side --torchscript` serve
 the same model through the TorchScript backend (docs/performance.md "TorchScript modules").
-Use /usr/bin/python3 (Debian's python3-torch).
+Use the project's Python (.venv/bin/python3, scripts/setup.sh).
 """
 
 import argparse
