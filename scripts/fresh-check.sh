@@ -4,7 +4,7 @@
 # mmdebstrap from Debian's own packages, this checkout copied in as a clean clone would have it
 # (tracked and untracked-but-not-ignored files), and nothing of this machine's installed state
 # but its CUDA toolkit (below). setup.sh then installs from Debian's and PyPI's registries (the
-# Python environment: about 4 GB of wheels). A package that setup.sh misses (for example one
+# Python environment: 2.8 GB of wheels). A package that setup.sh misses (for example one
 # Debian pulls in only as a Recommends) fails here, where it cannot on a machine that already
 # has it.
 #

