@@ -2,8 +2,8 @@
 // once, at load, for the GEMM kernel that runs it (docs/performance.md "Fused fp32 path"); the
 // GEMM itself in float32 or, for the bf16 precision, bfloat16.
 //
-// With oneDNN in the build (EMBER_HAVE_DNNL; Debian's libdnnl-dev, the same library LibTorch
-// links) this is oneDNN's matmul on weights reordered to its blocked layout, with the bias and
+// With oneDNN in the build (EMBER_HAVE_DNNL; Debian's libdnnl-dev 2.6, not the torch wheel's own
+// 3.x) this is oneDNN's matmul on weights reordered to its blocked layout, with the bias and
 // the activation applied inside the GEMM's epilogue: measured 105-113 GFLOP/s on one core of
 // the reference machine for 16 to 2048 rows, against OpenBLAS's 60-100, which repacks the
 // weights on every call and is weakest at the few rows a small batch has. Without oneDNN it is
