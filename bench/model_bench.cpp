@@ -619,9 +619,8 @@ int main(int argc, char** argv) {
         const auto e2e_times = Repeat(
             [&] {
               in_batches(texts, [&](std::size_t i, std::size_t end) {
-                std::vector<std::vector<int32_t>> batch;
-                for (std::size_t j = i; j < end; ++j)
-                  batch.push_back(backend->Tokenize(texts[j], true));
+                ew::TokenBatch batch;
+                for (std::size_t j = i; j < end; ++j) batch.Add(backend->Tokenize(texts[j], true));
                 (void)backend->Embed(batch);
               });
             },
@@ -629,9 +628,9 @@ int main(int argc, char** argv) {
         const auto model_times = Repeat(
             [&] {
               in_batches(ids, [&](std::size_t i, std::size_t end) {
-                (void)backend->Embed(std::vector<std::vector<int32_t>>(
-                    ids.begin() + static_cast<std::ptrdiff_t>(i),
-                    ids.begin() + static_cast<std::ptrdiff_t>(end)));
+                ew::TokenBatch batch;
+                for (std::size_t j = i; j < end; ++j) batch.Add(ids[j]);
+                (void)backend->Embed(batch);
               });
             },
             min_seconds, 3);

@@ -72,6 +72,12 @@ find_package(Torch REQUIRED)
 # TorchConfig enables the CUDA language and turns CMAKE_CUDA_ARCHITECTURES off (it passes its
 # own -gencode flags); ember's .cu sources build for EMBER_CUDA_ARCHITECTURES.
 set(CMAKE_CUDA_ARCHITECTURES "${EMBER_CUDA_ARCHITECTURES}")
+# TorchConfig also sets CMAKE_CUDA_STANDARD to CMAKE_CXX_STANDARD (20), required. CMake before
+# 3.26 (Debian 12 has 3.25) knows no C++20 flag for nvcc, which has taken -std=c++20 since 12.0.
+if(CMAKE_CUDA_COMPILER AND NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+endif()
 message(STATUS "ember: LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX}"
                " (CUDA: ${CAFFE2_USE_CUDA})")
 

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/token_batch.h"
+
 namespace ember::engine {
 
 class Backend {
@@ -36,9 +38,10 @@ class Backend {
   // Thread-safe, and may run while another thread is in Embed.
   virtual std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const = 0;
 
-  // Embeds sequences from Tokenize as one batch: row-major float32
-  // [ids.size() x dim()]. Called from one thread at a time.
-  virtual std::vector<float> Embed(const std::vector<std::vector<std::int32_t>>& ids) = 0;
+  // Embeds sequences from Tokenize, packed by the core into one batch (token_batch.h): row-major
+  // float32 [batch.size() x dim()], pooled and normalised as engine/pooling.h says. Called from
+  // one thread at a time.
+  virtual std::vector<float> Embed(const TokenBatch& batch) = 0;
 };
 
 }  // namespace ember::engine

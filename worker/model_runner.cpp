@@ -182,11 +182,16 @@ void ModelRunner::RunBatch(std::vector<BatchItem> batch, std::unique_lock<std::m
     }
   }
   std::vector<BatchItem> items;
-  std::vector<std::vector<std::int32_t>> ids;
+  engine::TokenBatch ids;  // the one packed batch the backend runs
+  std::size_t tokens = 0;
+  for (const BatchItem& item : batch) tokens += item.tokens;
+  ids.Reserve(batch.size(), tokens);
   for (const BatchItem& item : batch) {
     auto it = requests_.find(item.request);
     if (it == requests_.end()) continue;
-    ids.push_back(std::move(it->second.ids[item.index]));
+    std::vector<std::int32_t>& text = it->second.ids[item.index];
+    ids.Add(text);
+    text = {};  // its memory back now; reply sizes use only ids.size()
     items.push_back(item);
   }
   if (items.empty()) return;

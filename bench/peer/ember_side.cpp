@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
     }
     const std::string path = !torchscript.empty() ? "torchscript" : aten ? "aten" : "fused";
     auto embed = [&](const std::vector<std::vector<int32_t>>& ids) {
-      return bert ? bert->Embed(ids) : script->Embed(ids);
+      const ew::TokenBatch batch = ew::TokenBatch::Of(ids);
+      return bert ? bert->Embed(batch) : script->Embed(batch);
     };
     json results = json::array();
     std::printf("ember: threads %d, precision %s, path %s, load average %s\n", threads,

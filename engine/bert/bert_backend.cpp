@@ -44,9 +44,7 @@ class BertBackend final : public Backend {
     return ids;
   }
 
-  std::vector<float> Embed(const std::vector<std::vector<std::int32_t>>& ids) override {
-    return model_->Embed(ids);
-  }
+  std::vector<float> Embed(const TokenBatch& batch) override { return model_->Embed(batch); }
 
  private:
   WordPieceTokenizer tokenizer_;
@@ -89,6 +87,13 @@ BertLoad ParseBertParams(BackendParams params, std::string device, int threads) 
     } else if (*rule != "per-character") {
       throw Error(ErrorCode::kBadRequest,
                   "lowercase = \"" + *rule + "\": expected per-character or per-word");
+    }
+  }
+  if (const auto encoder = params.TakeString("encoder")) {
+    if (*encoder == "aten") {
+      load.model.fused = false;
+    } else if (*encoder != "fused") {
+      throw Error(ErrorCode::kBadRequest, "encoder = \"" + *encoder + "\": expected fused or aten");
     }
   }
   params.RejectUnused("bert", kBertParams);

@@ -26,8 +26,11 @@ struct BertLoad {
 //   pooling = "auto" | "mean" | "cls"      normalize = true | false
 //   max-length = N (2..1000000)            precision = "fp32" | "bf16" | "fp16" | "int8"
 //   lowercase = "per-character" | "per-word"
+//   encoder = "fused" | "aten"             the device's packed encoder (default) or the ATen
+//                                          forward (BertOptions::fused)
 // Throws ember::Error (BAD_REQUEST) for a bad value or an unknown key.
-inline constexpr char kBertParams[] = "pooling, normalize, max-length, precision, lowercase";
+inline constexpr char kBertParams[] =
+    "pooling, normalize, max-length, precision, lowercase, encoder";
 BertLoad ParseBertParams(BackendParams params, std::string device, int threads);
 
 // Loads `dir` (config.json, model.safetensors, vocab.txt or tokenizer.json, optional

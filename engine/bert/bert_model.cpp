@@ -22,6 +22,9 @@
 #include "engine/bert/bert_config.h"
 #include "engine/bert/cpu/cpu_encoder.h"
 #include "engine/bert/safetensors.h"
+#ifdef EMBER_HAVE_CUDA_ENCODER
+#include "engine/bert/cuda/cuda_encoder.h"
+#endif
 
 namespace ember::engine {
 namespace {
@@ -97,6 +100,11 @@ struct BertModel::Impl {
   // fp32 / bf16 on CPU with BertOptions::fused: the encoder CpuEncode runs. It owns the packed
   // dense layers (the Dense members of `layers` stay empty) and points into the tensors above.
   std::optional<CpuEncoderWeights> fused;
+#ifdef EMBER_HAVE_CUDA_ENCODER
+  // fp32 / fp16 / bf16 on CUDA with BertOptions::fused: the encoder CudaEncode runs. Its dense
+  // weights are its own (the Dense members of `layers` stay empty); the rest is shared.
+  std::optional<CudaEncoderWeights> cuda_fused;
+#endif
 
   at::Tensor Activate(const at::Tensor& x) const {
     switch (cfg.act) {
@@ -111,7 +119,7 @@ struct BertModel::Impl {
   }
 
   // ids: [B, L] int64, mask: [B, L] float (1 = token, 0 = padding), lens[b]: tokens of
-  // sequence b. Returns [B, H].
+  // sequence b. Returns the last hidden states, float32 [B, L, H] on the device.
   at::Tensor Forward(const at::Tensor& ids, const at::Tensor& mask,
                      const std::vector<int64_t>& lens) const {
     const int64_t b = ids.size(0), len = ids.size(1), h = cfg.hidden, nh = cfg.heads;
@@ -150,17 +158,7 @@ struct BertModel::Impl {
       const at::Tensor inter = Activate(l.inter(x));
       x = at::layer_norm(l.out(inter).to(act_dtype).add_(x), {h}, l.ln2_w, l.ln2_b, cfg.eps);
     }
-    x = x.view({b, len, h}).to(at::kFloat);  // pooling and normalisation in float32
-
-    at::Tensor pooled;
-    if (pooling == Pooling::kCls) {
-      pooled = x.select(1, 0);
-    } else {
-      const at::Tensor m = mask.unsqueeze(-1);  // [B, L, 1]
-      pooled = (x * m).sum(1) / m.sum(1).clamp_min(1e-9);
-    }
-    if (normalize) pooled = pooled / pooled.norm(2, {1}, true).clamp_min(1e-12);
-    return pooled;
+    return x.view({b, len, h}).to(at::kFloat);
   }
 };
 
@@ -306,6 +304,12 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
                          act, math);
     };
     CpuEncoderWeights encoder;
+#ifdef EMBER_HAVE_CUDA_ENCODER
+    const bool cuda_fused = options.fused && impl->device.is_cuda();
+    CudaEncoderWeights cuda_encoder;
+    // In the compute dtype, contiguous, on the device.
+    auto to_act = [&](const at::Tensor& t) { return t.to(impl->act_dtype).contiguous(); };
+#endif
     const int64_t h = c.hidden, in = c.intermediate;
     impl->word_emb = load("embeddings.word_embeddings.weight", {c.vocab, h});
     impl->pos_emb = load("embeddings.position_embeddings.weight", {c.max_pos, h});
@@ -346,7 +350,24 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
                                   .out = packed(out, std::nullopt),
                                   .ln2_w = l.ln2_w.data_ptr<float>(),
                                   .ln2_b = l.ln2_b.data_ptr<float>()});
-      } else {
+      }
+#ifdef EMBER_HAVE_CUDA_ENCODER
+      else if (cuda_fused) {
+        cuda_encoder.layers.push_back({.qkv_w = to_act(qkv.first),
+                                       .qkv_b = to_act(qkv.second),
+                                       .attn_out_w = to_act(attn_out.first),
+                                       .attn_out_b = to_act(attn_out.second),
+                                       .ln1_w = l.ln1_w,
+                                       .ln1_b = l.ln1_b,
+                                       .inter_w = to_act(inter.first),
+                                       .inter_b = to_act(inter.second),
+                                       .out_w = to_act(out.first),
+                                       .out_b = to_act(out.second),
+                                       .ln2_w = l.ln2_w,
+                                       .ln2_b = l.ln2_b});
+      }
+#endif
+      else {
         l.qkv = Dense(std::move(qkv.first), std::move(qkv.second), impl->precision);
         l.attn_out = Dense(std::move(attn_out.first), std::move(attn_out.second), impl->precision);
         l.inter = Dense(std::move(inter.first), std::move(inter.second), impl->precision);
@@ -375,37 +396,50 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
       }
       impl->fused = std::move(encoder);
     }
+#ifdef EMBER_HAVE_CUDA_ENCODER
+    if (cuda_fused) {
+      cuda_encoder.hidden = h;
+      cuda_encoder.heads = c.heads;
+      cuda_encoder.intermediate = in;
+      cuda_encoder.eps = static_cast<float>(c.eps);
+      cuda_encoder.act = c.act;
+      cuda_encoder.word_emb = impl->word_emb;
+      cuda_encoder.pos_emb = impl->pos_emb;
+      cuda_encoder.type_emb0 = impl->type_emb0;
+      cuda_encoder.emb_ln_w = impl->emb_ln_w;
+      cuda_encoder.emb_ln_b = impl->emb_ln_b;
+      impl->cuda_fused = std::move(cuda_encoder);
+    }
+#endif
   } catch (const c10::Error& e) {
     Fail("loading " + weights.string() + ": " + e.what_without_backtrace());
   }
   return std::unique_ptr<BertModel>(new BertModel(std::move(impl)));
 }
 
-std::vector<float> BertModel::Embed(const std::vector<std::vector<int32_t>>& ids) const {
+std::vector<float> BertModel::Embed(const TokenBatch& batch) const {
   const Impl& m = *impl_;
-  const int64_t b = static_cast<int64_t>(ids.size());
+  const auto b = static_cast<int64_t>(batch.size());
   if (b == 0) return {};
-  size_t longest = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i].empty()) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto seq = batch.sequence(i);
+    if (seq.empty()) {
       throw std::invalid_argument("BertModel::Embed: sequence " + std::to_string(i) + " is empty");
     }
-    if (static_cast<int64_t>(ids[i].size()) > m.cfg.max_pos) {
-      throw std::invalid_argument("BertModel::Embed: sequence " + std::to_string(i) + " has " +
-                                  std::to_string(ids[i].size()) +
-                                  " tokens, more than max_position_embeddings " +
-                                  std::to_string(m.cfg.max_pos));
+    if (static_cast<int64_t>(seq.size()) > m.cfg.max_pos) {
+      throw std::invalid_argument(
+          "BertModel::Embed: sequence " + std::to_string(i) + " has " + std::to_string(seq.size()) +
+          " tokens, more than max_position_embeddings " + std::to_string(m.cfg.max_pos));
     }
-    for (int32_t id : ids[i]) {
+    for (int32_t id : seq) {
       if (id < 0 || id >= m.cfg.vocab) {
         throw std::invalid_argument("BertModel::Embed: sequence " + std::to_string(i) +
                                     " has token id " + std::to_string(id) + " outside [0, " +
                                     std::to_string(m.cfg.vocab) + ")");
       }
     }
-    longest = std::max(longest, ids[i].size());
   }
-  const auto len = static_cast<int64_t>(longest);
+  const auto len = static_cast<int64_t>(batch.max_length());
   if (m.threads > 0) {
     // at::set_num_threads also sets the calling thread's OpenMP ICV, which
     // OpenBLAS/OpenMP read per thread: a thread other than the loading one would
@@ -418,42 +452,46 @@ std::vector<float> BertModel::Embed(const std::vector<std::vector<int32_t>>& ids
   }
 
   c10::InferenceMode guard;
-  if (m.fused) {
-    std::vector<float> out(ids.size() * static_cast<size_t>(m.cfg.hidden));
-    try {
-      CpuEncode(*m.fused, ids, m.pooling == Pooling::kCls ? CpuPooling::kCls : CpuPooling::kMean,
-                m.normalize, out.data());
-    } catch (const c10::Error& e) {
-      throw std::runtime_error(std::string("BertModel::Embed: ") + e.what_without_backtrace());
-    }
-    return out;
-  }
-  std::vector<int64_t> lens(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) lens[i] = static_cast<int64_t>(ids[i].size());
-  // CUDA: page-locked host buffers, so the copies below can run asynchronously on the model's
-  // stream (LibTorch's caching host allocator keeps them alive until the copy has finished).
-  const bool cuda = m.device.is_cuda();
-  const auto host = at::TensorOptions().pinned_memory(cuda);
-  at::Tensor id_t = at::zeros({b, len}, host.dtype(at::kLong));  // pad id 0; masked out anyway
-  at::Tensor mask_t = at::zeros({b, len}, host.dtype(at::kFloat));
-  auto* id_p = id_t.data_ptr<int64_t>();
-  auto* mask_p = mask_t.data_ptr<float>();
-  for (int64_t i = 0; i < b; ++i) {
-    const auto& seq = ids[static_cast<size_t>(i)];
-    std::copy(seq.begin(), seq.end(), id_p + i * len);
-    std::fill_n(mask_p + i * len, seq.size(), 1.0f);
-  }
   try {
-    // The stream guard makes the model's stream current on this thread for the copies and
-    // kernels; the copy back to pageable memory at the end synchronises with it.
+    if (m.fused) {
+      std::vector<float> out(batch.size() * static_cast<size_t>(m.cfg.hidden));
+      CpuEncode(*m.fused, batch, m.pooling, m.normalize, out.data());
+      return out;
+    }
+    // CUDA: the model's own stream is current on this thread for the copies and kernels.
     std::optional<c10::StreamGuard> on_stream;
     if (m.stream) on_stream.emplace(*m.stream);
-    at::Tensor out = m.Forward(id_t.to(m.device, at::kLong, /*non_blocking=*/cuda),
-                               mask_t.to(m.device, at::kFloat, /*non_blocking=*/cuda), lens)
-                         .to(at::kCPU, at::kFloat)
-                         .contiguous();
-    const float* p = out.data_ptr<float>();
-    return std::vector<float>(p, p + out.numel());
+#ifdef EMBER_HAVE_CUDA_ENCODER
+    if (m.cuda_fused) return CudaEncode(*m.cuda_fused, batch, m.pooling, m.normalize);
+#endif
+    // The ATen forward pads to the longest sequence. CUDA: page-locked host buffers, so the
+    // copies below run asynchronously on the model's stream (LibTorch's caching host
+    // allocator keeps them alive until the copy has finished).
+    const bool cuda = m.device.is_cuda();
+    const auto host = at::TensorOptions().pinned_memory(cuda);
+    at::Tensor id_t = at::zeros({b, len}, host.dtype(at::kLong));  // pad id 0; masked out anyway
+    at::Tensor mask_t = at::zeros({b, len}, host.dtype(at::kFloat));
+    auto* id_p = id_t.data_ptr<int64_t>();
+    auto* mask_p = mask_t.data_ptr<float>();
+    std::vector<int64_t> starts(batch.size()), lens(batch.size());
+    for (int64_t i = 0; i < b; ++i) {
+      const auto seq = batch.sequence(static_cast<size_t>(i));
+      starts[static_cast<size_t>(i)] = i * len;
+      lens[static_cast<size_t>(i)] = static_cast<int64_t>(seq.size());
+      std::copy(seq.begin(), seq.end(), id_p + i * len);
+      std::fill_n(mask_p + i * len, seq.size(), 1.0f);
+    }
+    // The last hidden states come back to the host, where they are pooled as every backend
+    // pools (engine/pooling.h); the copy to pageable memory synchronises with the stream.
+    const at::Tensor hidden =
+        m.Forward(id_t.to(m.device, at::kLong, /*non_blocking=*/cuda),
+                  mask_t.to(m.device, at::kFloat, /*non_blocking=*/cuda), lens)
+            .to(at::kCPU)
+            .contiguous();
+    std::vector<float> out(batch.size() * static_cast<size_t>(m.cfg.hidden));
+    PoolRows(hidden.data_ptr<float>(), m.cfg.hidden, starts, lens, m.pooling, m.normalize,
+             out.data());
+    return out;
   } catch (const c10::Error& e) {
     throw std::runtime_error(std::string("BertModel::Embed: ") + e.what_without_backtrace());
   }
@@ -476,12 +514,20 @@ uint64_t BertModel::memory_bytes() const {
       for (const PackedDense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) bytes += d->bytes();
     }
   }
+#ifdef EMBER_HAVE_CUDA_ENCODER
+  if (m.cuda_fused) bytes += m.cuda_fused->dense_bytes();
+#endif
   return bytes;
 }
 int64_t BertModel::max_length() const { return impl_->max_length; }
 int64_t BertModel::max_position_embeddings() const { return impl_->cfg.max_pos; }
 int64_t BertModel::vocab_size() const { return impl_->cfg.vocab; }
-bool BertModel::packs() const { return impl_->fused.has_value(); }
+bool BertModel::packs() const {
+#ifdef EMBER_HAVE_CUDA_ENCODER
+  if (impl_->cuda_fused) return true;
+#endif
+  return impl_->fused.has_value();
+}
 Pooling BertModel::pooling() const { return impl_->pooling; }
 bool BertModel::normalize() const { return impl_->normalize; }
 std::string BertModel::device() const { return impl_->device.str(); }

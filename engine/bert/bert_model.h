@@ -17,13 +17,10 @@
 #include <string_view>
 #include <vector>
 
-namespace ember::engine {
+#include "engine/pooling.h"
+#include "engine/token_batch.h"
 
-enum class Pooling {
-  kAuto,  // the folder's sentence-transformers pooling config; mean if there is none
-  kMean,  // mean over non-padding tokens (sentence-transformers "mean_tokens")
-  kCls,   // the first token's ([CLS]) last hidden state
-};
+namespace ember::engine {
 
 // Compute precision of the encoder's dense layers (config.toml `precision`, docs/models.md).
 enum class Precision {
@@ -68,11 +65,12 @@ struct BertOptions {
   // (fp16 on CPU, int8 on CUDA or without LibTorch's oneDNN quantized engine, bf16 without
   // oneDNN on CPU).
   Precision precision = Precision::kFp32;
-  // fp32 and bf16 on CPU: run the fused, packed encoder (cpu_encoder.h; the default and faster
-  // path; bf16 only in builds with oneDNN).
+  // The device's own packed encoder, the default and faster path: on CPU for fp32 and bf16
+  // (cpu_encoder.h; bf16 only in builds with oneDNN), on CUDA for fp32, fp16 and bf16
+  // (cuda/cuda_encoder.h; in builds whose LibTorch has CUDA).
   // false runs the same forward as ATen ops, padded and masked: kept as the reference it is
-  // tested against and as the benchmarks' baseline. Other precisions and devices always run
-  // the ATen forward.
+  // tested against and as the benchmarks' baseline (config.toml `encoder = "aten"`). int8
+  // always runs the ATen forward.
   bool fused = true;
 };
 
@@ -89,13 +87,17 @@ class BertModel {
   BertModel(const BertModel&) = delete;
   BertModel& operator=(const BertModel&) = delete;
 
-  // ids: one token-id sequence per text, already framed as [CLS] ... [SEP] and at
-  // most max_position_embeddings long. Sequences are padded to the longest one in
-  // the call and masked, so results do not depend on how texts are batched (up to
-  // float rounding). Returns row-major float32 [ids.size() x dim()].
+  // batch: one token-id sequence per text, already framed as [CLS] ... [SEP] and at
+  // most max_position_embeddings long. Each sequence attends only to its own tokens, so
+  // results do not depend on how texts are batched (up to float rounding). Returns row-major
+  // float32 [batch.size() x dim()], pooled and normalised as engine/pooling.h says.
   // Throws std::invalid_argument for an empty or too long sequence or an id
   // outside [0, vocab_size). Safe to call concurrently from several threads.
-  std::vector<float> Embed(const std::vector<std::vector<int32_t>>& ids) const;
+  std::vector<float> Embed(const TokenBatch& batch) const;
+  // The same for sequences given one by one (tests, tools).
+  std::vector<float> Embed(const std::vector<std::vector<int32_t>>& ids) const {
+    return Embed(TokenBatch::Of(ids));
+  }
 
   int64_t dim() const;  // hidden_size
   // Bytes held by the weights (as stored for compute, on the device).
@@ -106,8 +108,8 @@ class BertModel {
   // Hard limit accepted by Embed: max_position_embeddings.
   int64_t max_position_embeddings() const;
   int64_t vocab_size() const;
-  // Whether Embed packs the batch's sequences back to back (the fused CPU encoder), so that
-  // padding costs no compute; the ATen and CUDA forwards pad to the longest.
+  // Whether Embed packs the batch's sequences back to back (the fused CPU and CUDA encoders),
+  // so that padding costs no compute; the ATen forward pads to the longest.
   bool packs() const;
   Pooling pooling() const;  // resolved, never kAuto
   bool normalize() const;

@@ -5,11 +5,13 @@
 #include <torch/script.h>
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
 
 #include "common/error_code.h"
+#include "engine/pooling.h"
 #include "engine/tokenizer/wordpiece_tokenizer.h"
 
 namespace ember::engine {
@@ -76,32 +78,35 @@ class TorchScriptBackend final : public Backend {
     return std::vector<std::int32_t>(p, p + n);
   }
 
-  std::vector<float> Embed(const std::vector<std::vector<std::int32_t>>& batch) override {
+  std::vector<float> Embed(const TokenBatch& batch) override {
     ApplyThreads(threads_);
     torch::InferenceMode inference;
-    std::size_t longest = 0;
-    for (const auto& seq : batch) longest = std::max(longest, seq.size());
+    // A TorchScript module takes padded [B, L] ids and mask: pad the packed batch once.
     const auto b = static_cast<std::int64_t>(batch.size());
-    auto ids = torch::zeros({b, static_cast<std::int64_t>(longest)}, torch::kLong);
-    auto mask = torch::zeros({b, static_cast<std::int64_t>(longest)}, torch::kLong);
+    const auto longest = static_cast<std::int64_t>(batch.max_length());
+    auto ids = torch::zeros({b, longest}, torch::kLong);
+    auto mask = torch::zeros({b, longest}, torch::kLong);
     auto* id_p = ids.data_ptr<std::int64_t>();
     auto* mask_p = mask.data_ptr<std::int64_t>();
+    std::vector<std::int64_t> starts(batch.size()), lens(batch.size());
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      for (std::size_t j = 0; j < batch[i].size(); ++j) {
-        id_p[i * longest + j] = batch[i][j];
-        mask_p[i * longest + j] = 1;
-      }
+      const auto seq = batch.sequence(i);
+      starts[i] = static_cast<std::int64_t>(i) * longest;
+      lens[i] = static_cast<std::int64_t>(seq.size());
+      std::copy(seq.begin(), seq.end(), id_p + starts[i]);
+      std::fill_n(mask_p + starts[i], seq.size(), 1);
     }
     torch::IValue result = module_.forward({ids.to(device_), mask.to(device_)});
     // Traced HuggingFace models return (last_hidden_state, pooler_output, ...).
     if (result.isTuple()) result = result.toTuple()->elements().at(0);
-    auto out = result.toTensor().to(torch::kCPU, torch::kFloat);
-    if (out.dim() == 3) {
-      // Token states: mean over real tokens, then L2-normalize, as
-      // sentence-transformers does for mean-pooling models.
-      const auto m = mask.unsqueeze(-1).to(torch::kFloat);
-      out = (out * m).sum(1) / m.sum(1).clamp_min(1.0);
-      out = out / out.norm(2, /*dim=*/1, /*keepdim=*/true).clamp_min(1e-12);
+    auto out = result.toTensor().to(torch::kCPU, torch::kFloat).contiguous();
+    if (out.dim() == 3 && out.size(0) == b && out.size(1) == longest) {
+      // Token states: mean over real tokens, then L2-normalize, as sentence-transformers does
+      // for mean-pooling models (engine/pooling.h).
+      auto pooled = torch::empty({b, out.size(2)}, torch::kFloat);
+      PoolRows(out.data_ptr<float>(), out.size(2), starts, lens, Pooling::kMean,
+               /*normalize=*/true, pooled.data_ptr<float>());
+      out = pooled;
     }
     out = out.contiguous();
     if (out.dim() != 2 || out.size(0) != b) {
@@ -118,7 +123,7 @@ class TorchScriptBackend final : public Backend {
   void Warm() {
     const auto ids = Tokenize("ember warm-up", true);
     for (int i = 0; i < 2; ++i) {
-      dim_ = static_cast<std::int64_t>(Embed({ids, ids}).size() / 2);
+      dim_ = static_cast<std::int64_t>(Embed(TokenBatch::Of({ids, ids})).size() / 2);
     }
   }
 

@@ -26,10 +26,10 @@ class FakeBackend : public engine::Backend {
     if (text.empty()) throw Error(ErrorCode::kBadRequest, "empty text");
     return std::vector<std::int32_t>(text.begin(), text.end());
   }
-  std::vector<float> Embed(const std::vector<std::vector<std::int32_t>>& ids) override {
-    std::vector<float> out(ids.size() * static_cast<std::size_t>(dim_), 0.0f);
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      out[i * static_cast<std::size_t>(dim_)] = static_cast<float>(ids[i].size());
+  std::vector<float> Embed(const engine::TokenBatch& batch) override {
+    std::vector<float> out(batch.size() * static_cast<std::size_t>(dim_), 0.0f);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      out[i * static_cast<std::size_t>(dim_)] = static_cast<float>(batch.length(i));
       if (dim_ > 1) out[i * static_cast<std::size_t>(dim_) + 1] = tag_;
     }
     return out;

@@ -56,18 +56,18 @@ void ForRows(int64_t rows, int64_t cols, F&& f) {
   at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / cols), std::forward<F>(f));
 }
 
-// The whole encoder for the sequences ids, packed back to back; their pooled (and normalised)
-// rows go to out [ids.size() x H].
-void EncodeChunk(const CpuEncoderWeights& w, std::span<const std::vector<int32_t>> ids,
-                 CpuPooling pooling, bool normalize, float* out) {
+// The whole encoder for sequences [first, first + count) of the batch, packed back to back as
+// they lie in it; their pooled (and normalised) rows go to out [count x H].
+void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t first, size_t count,
+                 Pooling pooling, bool normalize, float* out) {
   const int64_t h = w.hidden, ffn = w.intermediate, hd = h / w.heads;
-  std::vector<int64_t> starts(ids.size()), lens(ids.size());
-  int64_t rows = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    starts[i] = rows;
-    lens[i] = static_cast<int64_t>(ids[i].size());
-    rows += lens[i];
+  const int32_t base = batch.offsets()[first];
+  std::vector<int64_t> starts(count), lens(count);
+  for (size_t i = 0; i < count; ++i) {
+    starts[i] = batch.offsets()[first + i] - base;
+    lens[i] = static_cast<int64_t>(batch.length(first + i));
   }
+  const int64_t rows = batch.offsets()[first + count] - base;
   // x: the hidden states; qkv: the fused QKV output, then (its first rows * h floats) the
   // output of the attention-output and FFN-output GEMMs; ctx: attention context; inner: the
   // FFN's intermediate activations.
@@ -78,9 +78,9 @@ void EncodeChunk(const CpuEncoderWeights& w, std::span<const std::vector<int32_t
   float* const inner = ctx + rows * h;
   float* const tmp = qkv;
 
-  at::parallel_for(0, static_cast<int64_t>(ids.size()), 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const auto& seq = ids[static_cast<size_t>(i)];
+      const auto seq = batch.sequence(first + static_cast<size_t>(i));
       float* row = x + starts[static_cast<size_t>(i)] * h;
       for (size_t t = 0; t < seq.size(); ++t) {
         std::copy_n(w.word_emb + static_cast<int64_t>(seq[t]) * h, h,
@@ -106,26 +106,7 @@ void EncodeChunk(const CpuEncoderWeights& w, std::span<const std::vector<int32_t
     });
   }
 
-  for (size_t i = 0; i < ids.size(); ++i) {
-    float* o = out + static_cast<int64_t>(i) * h;
-    const float* first = x + starts[i] * h;
-    if (pooling == CpuPooling::kCls) {
-      std::copy_n(first, h, o);
-    } else {
-      std::fill_n(o, h, 0.0f);
-      for (int64_t t = 0; t < lens[i]; ++t) {
-        for (int64_t c = 0; c < h; ++c) o[c] += first[t * h + c];
-      }
-      const float inv = 1.0f / static_cast<float>(lens[i]);
-      for (int64_t c = 0; c < h; ++c) o[c] *= inv;
-    }
-    if (normalize) {
-      double sq = 0;
-      for (int64_t c = 0; c < h; ++c) sq += static_cast<double>(o[c]) * o[c];
-      const auto inv = static_cast<float>(1.0 / std::max(std::sqrt(sq), 1e-12));
-      for (int64_t c = 0; c < h; ++c) o[c] *= inv;
-    }
-  }
+  PoolRows(x, h, starts, lens, pooling, normalize, out);
 }
 
 // Tokens per EncodeChunk: a batch's sequences run in chunks of at most this many rows (a longer
@@ -137,23 +118,22 @@ constexpr int64_t kChunkRows = 512;
 
 }  // namespace
 
-void CpuEncode(const CpuEncoderWeights& w, const std::vector<std::vector<int32_t>>& ids,
-               CpuPooling pooling, bool normalize, float* out) {
-  const std::span<const std::vector<int32_t>> all(ids);
+void CpuEncode(const CpuEncoderWeights& w, const TokenBatch& batch, Pooling pooling, bool normalize,
+               float* out) {
   size_t first = 0;
   int64_t rows = 0;
-  for (size_t i = 0; i < all.size(); ++i) {
-    const auto len = static_cast<int64_t>(all[i].size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto len = static_cast<int64_t>(batch.length(i));
     if (i > first && rows + len > kChunkRows) {
-      EncodeChunk(w, all.subspan(first, i - first), pooling, normalize,
+      EncodeChunk(w, batch, first, i - first, pooling, normalize,
                   out + static_cast<int64_t>(first) * w.hidden);
       first = i;
       rows = 0;
     }
     rows += len;
   }
-  if (first < all.size()) {
-    EncodeChunk(w, all.subspan(first), pooling, normalize,
+  if (first < batch.size()) {
+    EncodeChunk(w, batch, first, batch.size() - first, pooling, normalize,
                 out + static_cast<int64_t>(first) * w.hidden);
   }
 }

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "engine/bert/cpu/packed_dense.h"
+#include "engine/pooling.h"
+#include "engine/token_batch.h"
 
 namespace ember::engine {
 
@@ -47,13 +49,12 @@ struct CpuEncoderWeights {
   std::vector<Layer> layers;
 };
 
-enum class CpuPooling { kMean, kCls };
-
-// Embeds ids (each non-empty, at most max_pos long, ids in range: the caller checks) into
-// out [ids.size() x H], pooled and, if normalize, L2-normalised. Uses the calling thread's
-// at::get_num_threads() threads. Safe to call concurrently.
-void CpuEncode(const CpuEncoderWeights& w, const std::vector<std::vector<int32_t>>& ids,
-               CpuPooling pooling, bool normalize, float* out);
+// Embeds the batch's sequences (each non-empty, at most max_pos long, ids in range: the caller
+// checks) into out [batch.size() x H], pooled (kMean or kCls) and, if normalize, L2-normalised
+// (engine/pooling.h). Uses the calling thread's at::get_num_threads() threads. Safe to call
+// concurrently.
+void CpuEncode(const CpuEncoderWeights& w, const TokenBatch& batch, Pooling pooling, bool normalize,
+               float* out);
 
 // Self-attention of float32 rows. qkv: [rows, 3H] (Q already scaled by 1/sqrt(hd)); sequence
 // i occupies rows [starts[i], starts[i] + lens[i]). Writes those rows of ctx [rows, H]; other

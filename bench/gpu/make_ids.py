@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Seeded token ids for scripts/gpu-model-bench.sh, the same file for ember and the HF forward.
+
+  passages: lengths ~ normal(54, 22) clipped to [8, 160] (mean ~54 tokens, as the 4096 English
+            passages of the first H200 measurements, ../shared/device/README.md)
+  mix:      lengths uniform in [32, 512] (issue 25's large-model mix)
+Each sequence is [CLS] random ids in [1000, 30000) [SEP]; only the lengths matter for cost.
+Writes {"ids": [[...], ...], "lengths": {...summary...}}.
+"""
+import argparse
+import json
+import random
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out")
+    ap.add_argument("--kind", choices=("passages", "mix"), default="passages")
+    ap.add_argument("--count", type=int, default=4096)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    ids = []
+    for _ in range(args.count):
+        if args.kind == "passages":
+            n = min(160, max(8, round(rng.gauss(54, 22))))
+        else:
+            n = rng.randint(32, 512)
+        ids.append([101] + [rng.randrange(1000, 30000) for _ in range(n - 2)] + [102])
+    lengths = [len(s) for s in ids]
+    with open(args.out, "w") as f:
+        json.dump({"ids": ids, "lengths": {"count": len(ids), "mean": sum(lengths) / len(ids),
+                                           "min": min(lengths), "max": max(lengths)}}, f)
+    print(f"make_ids: {len(ids)} texts, mean {sum(lengths) / len(ids):.1f} tokens "
+          f"({min(lengths)}-{max(lengths)}) -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

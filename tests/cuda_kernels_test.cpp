@@ -1,0 +1,249 @@
+// engine/bert/cuda/cuda_kernels.h against their CPU references (engine/bert/cpu/cpu_kernels.h,
+// engine/pooling.h) on fresh random inputs of several shapes (1 row, odd widths, 512-token
+// sequences) in float32, float16 and bfloat16. Outputs are poisoned with NaN before each kernel
+// runs, so an element it fails to write shows. Needs a GPU (EMBER_REQUIRE_CUDA=1 makes a
+// missing one a failure); the seed of each run is printed with any failure.
+#include "engine/bert/cuda/cuda_kernels.h"
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAStream.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/bert/cpu/cpu_kernels.h"
+#include "engine/pooling.h"
+#include "tests/cuda_required.h"
+
+namespace ember::engine {
+namespace {
+
+struct Case {
+  at::ScalarType dtype;
+  cuda::DType kernel_dtype;
+  double rel;  // relative error of one rounding to the dtype, and then some
+};
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  return c10::toString(info.param.dtype);
+}
+
+class CudaKernels : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    EMBER_SKIP_WITHOUT_CUDA();
+    seed_ = std::random_device{}();
+    rng_.seed(seed_);
+  }
+
+  // Normal(mean, sd) values rounded to the case's dtype: float32 [shape] on the host (what the
+  // reference sees) and the same values in the dtype on the GPU (what the kernel sees).
+  std::pair<at::Tensor, at::Tensor> Random(std::vector<int64_t> shape, float mean = 0.0f,
+                                           float sd = 1.0f) {
+    at::Tensor host = at::empty(shape, at::kFloat);
+    std::normal_distribution<float> dist(mean, sd);
+    float* p = host.data_ptr<float>();
+    for (int64_t i = 0; i < host.numel(); ++i) p[i] = dist(rng_);
+    at::Tensor device = host.to(at::kCUDA, GetParam().dtype);
+    return {device.to(at::kCPU, at::kFloat), device};
+  }
+  at::Tensor Poisoned(std::vector<int64_t> shape, at::ScalarType dtype) {
+    return at::full(shape, std::numeric_limits<float>::quiet_NaN(),
+                    at::TensorOptions().dtype(dtype).device(at::kCUDA));
+  }
+  static cudaStream_t Stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+
+  // Every element of got (any dtype, any device) within abs + rel * |want| of want (float32
+  // host); NaN (an unwritten element) fails.
+  void ExpectNear(const at::Tensor& got, const at::Tensor& want, double abs) {
+    const at::Tensor g = got.to(at::kCPU, at::kFloat).contiguous();
+    ASSERT_EQ(g.sizes(), want.sizes());
+    const float* gp = g.data_ptr<float>();
+    const float* wp = want.data_ptr<float>();
+    const double rel = GetParam().rel;
+    int64_t bad = 0, first = -1;
+    double worst = 0;
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      const double err = std::abs(static_cast<double>(gp[i]) - wp[i]);
+      const bool ok = std::isfinite(gp[i]) && err <= abs + rel * std::abs(wp[i]);
+      if (!ok && bad++ == 0) first = i;
+      if (std::isfinite(gp[i])) worst = std::max(worst, err);
+    }
+    EXPECT_EQ(bad, 0) << bad << " of " << g.numel() << " elements off; first at " << first
+                      << ": got " << (first >= 0 ? gp[first] : 0.0f) << ", want "
+                      << (first >= 0 ? wp[first] : 0.0f) << "; max abs err " << worst << " (seed "
+                      << seed_ << ")";
+  }
+
+  unsigned seed_ = 0;
+  std::mt19937 rng_;
+};
+
+// Lengths of the sequences in a packed batch: one token, odd lengths, a full 512.
+const std::vector<std::vector<int64_t>> kBatches = {{1}, {7, 1, 33}, {512, 3, 100, 1}};
+
+TEST_P(CudaKernels, EmbedLayerNormMatchesCpu) {
+  constexpr int64_t kVocab = 97, kMaxPos = 512;
+  for (const int64_t n : {384, 33, 1024}) {
+    for (const auto& lens : kBatches) {
+      std::vector<int32_t> ids, positions;
+      std::uniform_int_distribution<int32_t> id(0, kVocab - 1);
+      for (const int64_t len : lens) {
+        for (int32_t p = 0; p < len; ++p) {
+          ids.push_back(id(rng_));
+          positions.push_back(p);
+        }
+      }
+      const auto tokens = static_cast<int64_t>(ids.size());
+      auto [word, word_d] = Random({kVocab, n});
+      auto [pos, pos_d] = Random({kMaxPos, n});
+      auto [type0, type0_d] = Random({n});
+      auto [gamma, gamma_d] = Random({n}, 1.0f, 0.2f);
+      auto [beta, beta_d] = Random({n}, 0.0f, 0.2f);
+      const at::Tensor ids_d = at::tensor(ids, at::kInt).to(at::kCUDA);
+      const at::Tensor pos_ids_d = at::tensor(positions, at::kInt).to(at::kCUDA);
+      at::Tensor out = Poisoned({tokens, n}, GetParam().dtype);
+      cuda::EmbedLayerNorm(GetParam().kernel_dtype, ids_d.data_ptr<int32_t>(),
+                           pos_ids_d.data_ptr<int32_t>(), tokens, n, word_d.data_ptr(),
+                           pos_d.data_ptr(), type0_d.data_ptr(), gamma_d.data_ptr(),
+                           beta_d.data_ptr(), 1e-12f, out.data_ptr(), Stream());
+
+      at::Tensor want = at::empty({tokens, n}, at::kFloat);
+      for (int64_t t = 0; t < tokens; ++t) {
+        float* row = want.data_ptr<float>() + t * n;
+        std::copy_n(word.data_ptr<float>() + ids[static_cast<size_t>(t)] * n, n, row);
+        AddLayerNorm(row, pos.data_ptr<float>() + positions[static_cast<size_t>(t)] * n,
+                     type0.data_ptr<float>(), gamma.data_ptr<float>(), beta.data_ptr<float>(), 1, n,
+                     1e-12f);
+      }
+      SCOPED_TRACE("hidden " + std::to_string(n) + ", tokens " + std::to_string(tokens));
+      ExpectNear(out, want, 2e-5);
+    }
+  }
+}
+
+TEST_P(CudaKernels, AddLayerNormMatchesCpu) {
+  for (const int64_t n : {384, 33, 1024}) {
+    for (const int64_t rows : {1, 7, 512, 1001}) {
+      for (const bool with_y : {true, false}) {
+        for (const bool with_bias : {true, false}) {
+          auto [x, x_d] = Random({rows, n});
+          auto [y, y_d] = Random({rows, n});
+          auto [bias, bias_d] = Random({n}, 0.0f, 0.5f);
+          auto [gamma, gamma_d] = Random({n}, 1.0f, 0.2f);
+          auto [beta, beta_d] = Random({n}, 0.0f, 0.2f);
+          // In place (x is its output): AddLayerNormWritesEveryElement checks coverage.
+          cuda::AddLayerNorm(GetParam().kernel_dtype, x_d.data_ptr(),
+                             with_y ? y_d.data_ptr() : nullptr,
+                             with_bias ? bias_d.data_ptr() : nullptr, gamma_d.data_ptr(),
+                             beta_d.data_ptr(), rows, n, 1e-12f, Stream());
+          at::Tensor want = x.clone();
+          AddLayerNorm(want.data_ptr<float>(), with_y ? y.data_ptr<float>() : nullptr,
+                       with_bias ? bias.data_ptr<float>() : nullptr, gamma.data_ptr<float>(),
+                       beta.data_ptr<float>(), rows, n, 1e-12f);
+          SCOPED_TRACE("n " + std::to_string(n) + ", rows " + std::to_string(rows) +
+                       (with_y ? ", residual" : "") + (with_bias ? ", bias" : ""));
+          ExpectNear(x_d, want, 2e-5);
+        }
+      }
+    }
+  }
+}
+
+// AddLayerNorm works in place, so poisoning its output would poison its input: instead, a
+// poisoned row must not survive (every element of every row is written).
+TEST_P(CudaKernels, AddLayerNormWritesEveryElement) {
+  constexpr int64_t kRows = 9, kN = 385;
+  at::Tensor x = Poisoned({kRows, kN}, GetParam().dtype);
+  x.narrow(0, 0, kRows - 1).normal_();  // the last row stays NaN: its output must be NaN too
+  auto [gamma, gamma_d] = Random({kN}, 1.0f, 0.2f);
+  auto [beta, beta_d] = Random({kN}, 0.0f, 0.2f);
+  cuda::AddLayerNorm(GetParam().kernel_dtype, x.data_ptr(), nullptr, nullptr, gamma_d.data_ptr(),
+                     beta_d.data_ptr(), kRows - 1, kN, 1e-12f, Stream());
+  const at::Tensor h = x.to(at::kCPU, at::kFloat);
+  EXPECT_TRUE(at::isfinite(h.narrow(0, 0, kRows - 1)).all().item<bool>());
+  EXPECT_TRUE(at::isnan(h.narrow(0, kRows - 1, 1)).all().item<bool>())
+      << "a row past `rows` was written";
+}
+
+TEST_P(CudaKernels, BiasActivationMatchesCpu) {
+  for (const Activation act : {Activation::kGeluErf, Activation::kGeluTanh, Activation::kRelu}) {
+    for (const int64_t n : {1536, 37}) {
+      for (const int64_t rows : {1, 7, 513}) {
+        auto [y, y_d] = Random({rows, n}, 0.0f, 2.0f);
+        auto [bias, bias_d] = Random({n});
+        cuda::BiasActivation(GetParam().kernel_dtype, y_d.data_ptr(), rows, n, bias_d.data_ptr(),
+                             act, Stream());
+        at::Tensor want = y.clone();
+        BiasActivation(want.data_ptr<float>(), rows, n, bias.data_ptr<float>(), act);
+        SCOPED_TRACE("activation " + std::to_string(static_cast<int>(act)) + ", n " +
+                     std::to_string(n) + ", rows " + std::to_string(rows));
+        ExpectNear(y_d, want, 2e-5);
+      }
+    }
+  }
+}
+
+TEST_P(CudaKernels, PoolRowsMatchesCpu) {
+  for (const int64_t dim : {384, 33, 1024}) {
+    for (const auto& lens : kBatches) {
+      std::vector<int32_t> offsets{0};
+      std::vector<int64_t> starts, lengths;
+      for (const int64_t len : lens) {
+        starts.push_back(offsets.back());
+        lengths.push_back(len);
+        offsets.push_back(offsets.back() + static_cast<int32_t>(len));
+      }
+      const auto seqs = static_cast<int64_t>(lens.size());
+      auto [hidden, hidden_d] = Random({offsets.back(), dim});
+      const at::Tensor offsets_d = at::tensor(offsets, at::kInt).to(at::kCUDA);
+      for (const Pooling pooling : {Pooling::kMean, Pooling::kCls}) {
+        for (const bool normalize : {true, false}) {
+          at::Tensor out = Poisoned({seqs, dim}, at::kFloat);
+          cuda::PoolRows(GetParam().kernel_dtype, hidden_d.data_ptr(), dim,
+                         offsets_d.data_ptr<int32_t>(), seqs, pooling, normalize,
+                         out.data_ptr<float>(), Stream());
+          at::Tensor want = at::empty({seqs, dim}, at::kFloat);
+          PoolRows(hidden.data_ptr<float>(), dim, starts, lengths, pooling, normalize,
+                   want.data_ptr<float>());
+          SCOPED_TRACE("dim " + std::to_string(dim) + ", sequences " + std::to_string(seqs) +
+                       (pooling == Pooling::kCls ? ", cls" : ", mean") +
+                       (normalize ? ", normalised" : ""));
+          // float32 output from float32 sums of dtype inputs: only the summation order differs.
+          const at::Tensor got = out.to(at::kCPU);
+          const float* gp = got.data_ptr<float>();
+          const float* wp = want.data_ptr<float>();
+          double worst = 0;
+          bool finite = true;
+          for (int64_t i = 0; i < got.numel(); ++i) {
+            finite = finite && std::isfinite(gp[i]);
+            worst = std::max(worst, std::abs(static_cast<double>(gp[i]) - wp[i]));
+          }
+          EXPECT_TRUE(finite) << "an element was not written (seed " << seed_ << ")";
+          EXPECT_LE(worst, 2e-5) << "(seed " << seed_ << ")";
+        }
+      }
+    }
+  }
+}
+
+TEST_P(CudaKernels, RowsWiderThanSharedMemoryAreRefused) {
+  at::Tensor x = Poisoned({1, 16}, GetParam().dtype);
+  EXPECT_THROW(cuda::AddLayerNorm(GetParam().kernel_dtype, x.data_ptr(), nullptr, nullptr,
+                                  x.data_ptr(), x.data_ptr(), 1, 1 << 20, 1e-12f, Stream()),
+               std::runtime_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernels,
+                         ::testing::Values(Case{at::kFloat, cuda::DType::kFloat32, 1e-6},
+                                           Case{at::kHalf, cuda::DType::kFloat16, 2e-3},
+                                           Case{at::kBFloat16, cuda::DType::kBFloat16, 1.6e-2}),
+                         CaseName);
+
+}  // namespace
+}  // namespace ember::engine
