@@ -55,6 +55,14 @@ class TokenBatch {
   const std::vector<std::int32_t>& ids() const { return ids_; }
   const std::vector<std::int32_t>& offsets() const { return offsets_; }  // size() + 1 entries
 
+  // Each token's position within its own sequence (0, 1, ... again for every sequence) into
+  // out[0, tokens()): the position ids a packed forward adds to the token embeddings.
+  void Positions(std::int32_t* out) const {
+    for (std::size_t i = 0; i < size(); ++i) {
+      for (std::int32_t t = offsets_[i], p = 0; t < offsets_[i + 1]; ++t, ++p) out[t] = p;
+    }
+  }
+
  private:
   std::vector<std::int32_t> ids_;
   std::vector<std::int32_t> offsets_{0};

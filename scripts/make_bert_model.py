@@ -109,14 +109,26 @@ def write_json(path, obj):
         f.write("\n")
 
 
+# Named shapes (layers, hidden, heads, intermediate) of models no package ships with weights:
+# --shape sets them, and any of --layers / --hidden / --heads / --intermediate given overrides.
+SHAPES = {
+    "minilm-l6": (6, 384, 12, 1536),   # all-MiniLM-L6-v2 (the default)
+    "bge-small": (12, 384, 12, 1536),  # BAAI/bge-small-en-v1.5
+    "bge-base": (12, 768, 12, 3072),   # BAAI/bge-base-en-v1.5, bert-base
+    "bge-large": (24, 1024, 16, 4096),  # BAAI/bge-large-en-v1.5, bert-large
+}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="minilm-l6",
+                    help="a named shape (random weights; bge-large stored f32 is 1.3 GB)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--layers", type=int, default=6)
-    ap.add_argument("--hidden", type=int, default=384)
-    ap.add_argument("--heads", type=int, default=12)
-    ap.add_argument("--intermediate", type=int, default=1536)
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--hidden", type=int)
+    ap.add_argument("--heads", type=int)
+    ap.add_argument("--intermediate", type=int)
     ap.add_argument("--vocab", type=int, default=30522)
     ap.add_argument("--max-pos", dest="max_pos", type=int, default=512)
     ap.add_argument("--type-vocab", dest="type_vocab", type=int, default=2)
@@ -131,6 +143,9 @@ def main(argv=None):
     ap.add_argument("--no-sentence-transformers", dest="no_st", action="store_true",
                     help="write only config.json + model.safetensors")
     args = ap.parse_args(argv)
+    for name, value in zip(("layers", "hidden", "heads", "intermediate"), SHAPES[args.shape]):
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     if args.hidden % args.heads:
         ap.error("--hidden must be divisible by --heads")
 

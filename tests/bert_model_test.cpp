@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/error_code.h"
+#include "engine/bert/bert_backend.h"
 #include "engine/bert/cpu/packed_dense.h"
 #include "engine/bert/safetensors.h"
 
@@ -314,6 +316,25 @@ TEST(BertModelOptions, InvalidDevice) {
   BertOptions opt;
   opt.device = "toaster:3";
   EXPECT_THROW(BertModel::Load(TestDataDir() / "tiny_f16", opt), std::runtime_error);
+}
+
+// config.toml's encoder and cuda-layernorm keys reach BertOptions; bad values name the key.
+TEST(BertParams, EncoderAndCudaLayerNorm) {
+  BertLoad load = ParseBertParams({{"encoder", "aten"}, {"cuda-layernorm", "warp"}}, "cpu", 1);
+  EXPECT_FALSE(load.model.fused);
+  EXPECT_TRUE(load.model.cuda_warp_layernorm);
+  load = ParseBertParams({}, "cuda:0", 0);
+  EXPECT_TRUE(load.model.fused);
+  EXPECT_FALSE(load.model.cuda_warp_layernorm);
+  for (const auto& [key, value] : {std::pair{"encoder", "fast"}, {"cuda-layernorm", "row"}}) {
+    try {
+      ParseBertParams({{key, value}}, "cpu", 1);
+      ADD_FAILURE() << key << " = " << value << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadRequest);
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
 }
 
 // CPU-only LibTorch: "cuda:0" fails the load with a message about CUDA. CUDA LibTorch with a

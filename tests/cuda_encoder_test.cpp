@@ -3,7 +3,8 @@
 // float64 reference by bert_model_test) on fresh random ids: one batch mixing 1 token, odd
 // lengths and 512 tokens, so that a sequence leaking into its neighbour's attention or pooling
 // shows. Four model shapes: MiniLM (head_dim 32), tiny_f16 ("bert." names, head_dim 16),
-// tiny_bf16 (CLS pooling), base_shape (head_dim 64, as bge-base/large). And load/unload
+// tiny_bf16 (CLS pooling), base_shape (head_dim 64, as bge-base/large); each with the block and
+// the warp LayerNorm kernels (BertOptions::cuda_warp_layernorm). And load/unload
 // cycles that must leave no GPU memory behind. Needs a GPU (EMBER_REQUIRE_CUDA=1 makes a
 // missing one a failure).
 #include <ATen/ATen.h>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/bert/bert_model.h"
@@ -85,15 +87,18 @@ Agreement Compare(const std::vector<float>& got, const std::vector<float>& want,
   return a;
 }
 
-class CudaEncoderTest : public ::testing::TestWithParam<const char*> {
+// Both LayerNorm layouts of the CUDA encoder (BertOptions::cuda_warp_layernorm).
+class CudaEncoderTest : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
  protected:
   void SetUp() override { EMBER_SKIP_WITHOUT_CUDA(); }
-  fs::path Dir() const { return TestDataDir() / GetParam(); }
+  fs::path Dir() const { return TestDataDir() / std::get<0>(GetParam()); }
+  const char* Name() const { return std::get<0>(GetParam()); }
+  bool Warp() const { return std::get<1>(GetParam()); }
 };
 
 TEST_P(CudaEncoderTest, Float32MatchesCpu) {
   const auto cpu = BertModel::Load(Dir(), {.threads = 2});
-  const auto gpu = BertModel::Load(Dir(), {.device = "cuda:0"});
+  const auto gpu = BertModel::Load(Dir(), {.device = "cuda:0", .cuda_warp_layernorm = Warp()});
   EXPECT_TRUE(gpu->packs());
   EXPECT_GT(gpu->memory_bytes(), 0u);
   const unsigned seed = std::random_device{}();
@@ -111,10 +116,12 @@ TEST_P(CudaEncoderTest, Float32MatchesCpu) {
     pieces.insert(pieces.end(), got.begin(), got.end());
   }
   EXPECT_LE(Compare(pieces, want, dim).max_abs, 2e-5) << "seed " << seed;
-  std::printf("  %s fp32 on CUDA vs CPU: max abs diff %.3g\n", GetParam(), whole.max_abs);
+  std::printf("  %s fp32 on CUDA (%s LayerNorm) vs CPU: max abs diff %.3g\n", Name(),
+              Warp() ? "warp" : "block", whole.max_abs);
 }
 
 TEST_P(CudaEncoderTest, AtenForwardMatchesCpu) {
+  if (Warp()) GTEST_SKIP() << "the ATen forward has no LayerNorm kernels of its own";
   const auto cpu = BertModel::Load(Dir(), {.threads = 2});
   const auto gpu = BertModel::Load(Dir(), {.device = "cuda:0", .fused = false});
   EXPECT_FALSE(gpu->packs());
@@ -134,10 +141,14 @@ TEST_P(CudaEncoderTest, ReducedPrecisionStaysClose) {
   const std::vector<float> want = cpu->Embed(ids);
   for (const Precision p : {Precision::kFp16, Precision::kBf16}) {
     for (const bool fused : {true, false}) {
-      const auto gpu = BertModel::Load(Dir(), {.device = "cuda:0", .precision = p, .fused = fused});
+      if (!fused && Warp()) continue;
+      const auto gpu = BertModel::Load(
+          Dir(),
+          {.device = "cuda:0", .precision = p, .fused = fused, .cuda_warp_layernorm = Warp()});
       const Agreement a = Compare(gpu->Embed(ids), want, static_cast<size_t>(cpu->dim()));
-      std::printf("  %s %s %s vs fp32: min cosine %.7f, max abs diff %.3g\n", GetParam(),
-                  PrecisionName(p), fused ? "fused" : "aten", a.min_cos, a.max_abs);
+      std::printf("  %s %s %s%s vs fp32: min cosine %.7f, max abs diff %.3g\n", Name(),
+                  PrecisionName(p), fused ? "fused" : "aten",
+                  fused && Warp() ? " (warp LayerNorm)" : "", a.min_cos, a.max_abs);
       EXPECT_GE(a.min_cos, 0.9999)
           << PrecisionName(p) << (fused ? " fused" : " aten") << ", seed " << seed;
       EXPECT_EQ(a.nearest_other, 0u) << PrecisionName(p) << ", seed " << seed;
@@ -146,9 +157,11 @@ TEST_P(CudaEncoderTest, ReducedPrecisionStaysClose) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, CudaEncoderTest, ::testing::ValuesIn(kModels),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           return std::string(info.param);
+INSTANTIATE_TEST_SUITE_P(Models, CudaEncoderTest,
+                         ::testing::Combine(::testing::ValuesIn(kModels), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<const char*, bool>>& info) {
+                           return std::string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_warp" : "_block");
                          });
 
 // Triton users see LibTorch models leak GPU memory over load/unload cycles. After a warm-up

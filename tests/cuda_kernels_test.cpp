@@ -1,6 +1,7 @@
 // engine/bert/cuda/cuda_kernels.h against their CPU references (engine/bert/cpu/cpu_kernels.h,
 // engine/pooling.h) on fresh random inputs of several shapes (1 row, odd widths, 512-token
-// sequences) in float32, float16 and bfloat16. Outputs are poisoned with NaN before each kernel
+// sequences) in float32, float16 and bfloat16, the LayerNorms in both row layouts (the warp one
+// had not yet run on a GPU when it was written). Outputs are poisoned with NaN before each kernel
 // runs, so an element it fails to write shows. Needs a GPU (EMBER_REQUIRE_CUDA=1 makes a
 // missing one a failure); the seed of each run is printed with any failure.
 #include "engine/bert/cuda/cuda_kernels.h"
@@ -87,68 +88,82 @@ class CudaKernels : public ::testing::TestWithParam<Case> {
 // Lengths of the sequences in a packed batch: one token, odd lengths, a full 512.
 const std::vector<std::vector<int64_t>> kBatches = {{1}, {7, 1, 33}, {512, 3, 100, 1}};
 
+// Both row layouts (cuda_kernels.h RowLayout): kWarp takes widths up to 1024 and hands wider
+// rows to kBlock, so 1536 runs the block kernel under both.
+const cuda::RowLayout kLayouts[] = {cuda::RowLayout::kBlock, cuda::RowLayout::kWarp};
+
+const char* LayoutName(cuda::RowLayout layout) {
+  return layout == cuda::RowLayout::kWarp ? "warp" : "block";
+}
+
 TEST_P(CudaKernels, EmbedLayerNormMatchesCpu) {
   constexpr int64_t kVocab = 97, kMaxPos = 512;
-  for (const int64_t n : {384, 33, 1024}) {
-    for (const auto& lens : kBatches) {
-      std::vector<int32_t> ids, positions;
-      std::uniform_int_distribution<int32_t> id(0, kVocab - 1);
-      for (const int64_t len : lens) {
-        for (int32_t p = 0; p < len; ++p) {
-          ids.push_back(id(rng_));
-          positions.push_back(p);
+  for (const cuda::RowLayout layout : kLayouts) {
+    for (const int64_t n : {384, 33, 1024, 1536}) {  // 1536: the block kernel, past the warp one
+      for (const auto& lens : kBatches) {
+        std::vector<int32_t> ids, positions;
+        std::uniform_int_distribution<int32_t> id(0, kVocab - 1);
+        for (const int64_t len : lens) {
+          for (int32_t p = 0; p < len; ++p) {
+            ids.push_back(id(rng_));
+            positions.push_back(p);
+          }
         }
-      }
-      const auto tokens = static_cast<int64_t>(ids.size());
-      auto [word, word_d] = Random({kVocab, n});
-      auto [pos, pos_d] = Random({kMaxPos, n});
-      auto [type0, type0_d] = Random({n});
-      auto [gamma, gamma_d] = Random({n}, 1.0f, 0.2f);
-      auto [beta, beta_d] = Random({n}, 0.0f, 0.2f);
-      const at::Tensor ids_d = at::tensor(ids, at::kInt).to(at::kCUDA);
-      const at::Tensor pos_ids_d = at::tensor(positions, at::kInt).to(at::kCUDA);
-      at::Tensor out = Poisoned({tokens, n}, GetParam().dtype);
-      cuda::EmbedLayerNorm(GetParam().kernel_dtype, ids_d.data_ptr<int32_t>(),
-                           pos_ids_d.data_ptr<int32_t>(), tokens, n, word_d.data_ptr(),
-                           pos_d.data_ptr(), type0_d.data_ptr(), gamma_d.data_ptr(),
-                           beta_d.data_ptr(), 1e-12f, out.data_ptr(), Stream());
+        const auto tokens = static_cast<int64_t>(ids.size());
+        auto [word, word_d] = Random({kVocab, n});
+        auto [pos, pos_d] = Random({kMaxPos, n});
+        auto [type0, type0_d] = Random({n});
+        auto [gamma, gamma_d] = Random({n}, 1.0f, 0.2f);
+        auto [beta, beta_d] = Random({n}, 0.0f, 0.2f);
+        const at::Tensor ids_d = at::tensor(ids, at::kInt).to(at::kCUDA);
+        const at::Tensor pos_ids_d = at::tensor(positions, at::kInt).to(at::kCUDA);
+        at::Tensor out = Poisoned({tokens, n}, GetParam().dtype);
+        cuda::EmbedLayerNorm(GetParam().kernel_dtype, ids_d.data_ptr<int32_t>(),
+                             pos_ids_d.data_ptr<int32_t>(), tokens, n, word_d.data_ptr(),
+                             pos_d.data_ptr(), type0_d.data_ptr(), gamma_d.data_ptr(),
+                             beta_d.data_ptr(), 1e-12f, out.data_ptr(), Stream(), layout);
 
-      at::Tensor want = at::empty({tokens, n}, at::kFloat);
-      for (int64_t t = 0; t < tokens; ++t) {
-        float* row = want.data_ptr<float>() + t * n;
-        std::copy_n(word.data_ptr<float>() + ids[static_cast<size_t>(t)] * n, n, row);
-        AddLayerNorm(row, pos.data_ptr<float>() + positions[static_cast<size_t>(t)] * n,
-                     type0.data_ptr<float>(), gamma.data_ptr<float>(), beta.data_ptr<float>(), 1, n,
-                     1e-12f);
+        at::Tensor want = at::empty({tokens, n}, at::kFloat);
+        for (int64_t t = 0; t < tokens; ++t) {
+          float* row = want.data_ptr<float>() + t * n;
+          std::copy_n(word.data_ptr<float>() + ids[static_cast<size_t>(t)] * n, n, row);
+          AddLayerNorm(row, pos.data_ptr<float>() + positions[static_cast<size_t>(t)] * n,
+                       type0.data_ptr<float>(), gamma.data_ptr<float>(), beta.data_ptr<float>(), 1,
+                       n, 1e-12f);
+        }
+        SCOPED_TRACE(std::string(LayoutName(layout)) + ", hidden " + std::to_string(n) +
+                     ", tokens " + std::to_string(tokens));
+        ExpectNear(out, want, 2e-5);
       }
-      SCOPED_TRACE("hidden " + std::to_string(n) + ", tokens " + std::to_string(tokens));
-      ExpectNear(out, want, 2e-5);
     }
   }
 }
 
 TEST_P(CudaKernels, AddLayerNormMatchesCpu) {
-  for (const int64_t n : {384, 33, 1024}) {
-    for (const int64_t rows : {1, 7, 512, 1001}) {
-      for (const bool with_y : {true, false}) {
-        for (const bool with_bias : {true, false}) {
-          auto [x, x_d] = Random({rows, n});
-          auto [y, y_d] = Random({rows, n});
-          auto [bias, bias_d] = Random({n}, 0.0f, 0.5f);
-          auto [gamma, gamma_d] = Random({n}, 1.0f, 0.2f);
-          auto [beta, beta_d] = Random({n}, 0.0f, 0.2f);
-          // In place (x is its output): AddLayerNormWritesEveryElement checks coverage.
-          cuda::AddLayerNorm(GetParam().kernel_dtype, x_d.data_ptr(),
-                             with_y ? y_d.data_ptr() : nullptr,
-                             with_bias ? bias_d.data_ptr() : nullptr, gamma_d.data_ptr(),
-                             beta_d.data_ptr(), rows, n, 1e-12f, Stream());
-          at::Tensor want = x.clone();
-          AddLayerNorm(want.data_ptr<float>(), with_y ? y.data_ptr<float>() : nullptr,
-                       with_bias ? bias.data_ptr<float>() : nullptr, gamma.data_ptr<float>(),
-                       beta.data_ptr<float>(), rows, n, 1e-12f);
-          SCOPED_TRACE("n " + std::to_string(n) + ", rows " + std::to_string(rows) +
-                       (with_y ? ", residual" : "") + (with_bias ? ", bias" : ""));
-          ExpectNear(x_d, want, 2e-5);
+  for (const cuda::RowLayout layout : kLayouts) {
+    for (const int64_t n : {384, 33, 1024, 1536}) {
+      for (const int64_t rows : {1, 7, 512, 1001}) {
+        for (const bool with_y : {true, false}) {
+          for (const bool with_bias : {true, false}) {
+            auto [x, x_d] = Random({rows, n});
+            auto [y, y_d] = Random({rows, n});
+            auto [bias, bias_d] = Random({n}, 0.0f, 0.5f);
+            auto [gamma, gamma_d] = Random({n}, 1.0f, 0.2f);
+            auto [beta, beta_d] = Random({n}, 0.0f, 0.2f);
+            // In place (x is its output): AddLayerNormWritesEveryElement checks coverage.
+            cuda::AddLayerNorm(GetParam().kernel_dtype, x_d.data_ptr(),
+                               with_y ? y_d.data_ptr() : nullptr,
+                               with_bias ? bias_d.data_ptr() : nullptr, gamma_d.data_ptr(),
+                               beta_d.data_ptr(), rows, n, 1e-12f, Stream(), layout);
+            at::Tensor want = x.clone();
+            AddLayerNorm(want.data_ptr<float>(), with_y ? y.data_ptr<float>() : nullptr,
+                         with_bias ? bias.data_ptr<float>() : nullptr, gamma.data_ptr<float>(),
+                         beta.data_ptr<float>(), rows, n, 1e-12f);
+            SCOPED_TRACE(std::string(LayoutName(layout)) + ", n " + std::to_string(n) + ", rows " +
+                         std::to_string(rows) + (with_y ? ", residual" : "") +
+                         (with_bias ? ", bias" : ""));
+            ExpectNear(x_d, want, 2e-5);
+          }
         }
       }
     }
@@ -159,16 +174,19 @@ TEST_P(CudaKernels, AddLayerNormMatchesCpu) {
 // poisoned row must not survive (every element of every row is written).
 TEST_P(CudaKernels, AddLayerNormWritesEveryElement) {
   constexpr int64_t kRows = 9, kN = 385;
-  at::Tensor x = Poisoned({kRows, kN}, GetParam().dtype);
-  x.narrow(0, 0, kRows - 1).normal_();  // the last row stays NaN: its output must be NaN too
-  auto [gamma, gamma_d] = Random({kN}, 1.0f, 0.2f);
-  auto [beta, beta_d] = Random({kN}, 0.0f, 0.2f);
-  cuda::AddLayerNorm(GetParam().kernel_dtype, x.data_ptr(), nullptr, nullptr, gamma_d.data_ptr(),
-                     beta_d.data_ptr(), kRows - 1, kN, 1e-12f, Stream());
-  const at::Tensor h = x.to(at::kCPU, at::kFloat);
-  EXPECT_TRUE(at::isfinite(h.narrow(0, 0, kRows - 1)).all().item<bool>());
-  EXPECT_TRUE(at::isnan(h.narrow(0, kRows - 1, 1)).all().item<bool>())
-      << "a row past `rows` was written";
+  for (const cuda::RowLayout layout : kLayouts) {
+    SCOPED_TRACE(LayoutName(layout));
+    at::Tensor x = Poisoned({kRows, kN}, GetParam().dtype);
+    x.narrow(0, 0, kRows - 1).normal_();  // the last row stays NaN: its output must be NaN too
+    auto [gamma, gamma_d] = Random({kN}, 1.0f, 0.2f);
+    auto [beta, beta_d] = Random({kN}, 0.0f, 0.2f);
+    cuda::AddLayerNorm(GetParam().kernel_dtype, x.data_ptr(), nullptr, nullptr, gamma_d.data_ptr(),
+                       beta_d.data_ptr(), kRows - 1, kN, 1e-12f, Stream(), layout);
+    const at::Tensor h = x.to(at::kCPU, at::kFloat);
+    EXPECT_TRUE(at::isfinite(h.narrow(0, 0, kRows - 1)).all().item<bool>());
+    EXPECT_TRUE(at::isnan(h.narrow(0, kRows - 1, 1)).all().item<bool>())
+        << "a row past `rows` was written";
+  }
 }
 
 TEST_P(CudaKernels, BiasActivationMatchesCpu) {

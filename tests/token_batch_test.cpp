@@ -24,6 +24,13 @@ TEST(TokenBatch, PacksSequencesBackToBack) {
             (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
 }
 
+TEST(TokenBatch, PositionsRestartForEverySequence) {
+  const TokenBatch b = TokenBatch::Of({{101, 7, 102}, {5}, {1, 2, 3, 4}});
+  std::vector<int32_t> positions(b.tokens(), -1);
+  b.Positions(positions.data());
+  EXPECT_EQ(positions, (std::vector<int32_t>{0, 1, 2, 0, 0, 1, 2, 3}));
+}
+
 TEST(TokenBatch, EmptyBatchAndEmptySequence) {
   TokenBatch b;
   EXPECT_TRUE(b.empty());

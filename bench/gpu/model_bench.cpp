@@ -30,7 +30,7 @@ namespace ew = ember::engine;
 int Run(int argc, char** argv) {
   CLI::App app{"ember-gpu-model-bench: BertModel::Embed on a GPU over a file of token ids"};
   std::string model_dir, ids_file, precision_name = "fp16", encoder = "fused", device = "cuda:0";
-  std::string json_out, vectors_out;
+  std::string json_out, vectors_out, layernorm = "block";
   size_t batch_texts = 512, vector_count = 256;
   double min_seconds = 3.0;
   app.add_option("--model", model_dir, "model folder")->required();
@@ -39,6 +39,8 @@ int Run(int argc, char** argv) {
   app.add_option("--encoder", encoder, "fused (the CUDA encoder) or aten (the ATen forward)")
       ->check(CLI::IsMember({"fused", "aten"}));
   app.add_option("--device", device, "CUDA device");
+  app.add_option("--layernorm", layernorm, "the CUDA encoder's LayerNorm kernels: block or warp")
+      ->check(CLI::IsMember({"block", "warp"}));
   app.add_option("--batch-texts", batch_texts, "texts per Embed call")->check(CLI::PositiveNumber);
   app.add_option("--min-seconds", min_seconds, "time per measurement");
   app.add_option("--json", json_out, "write the figures here");
@@ -62,8 +64,10 @@ int Run(int argc, char** argv) {
     batches.push_back(std::move(b));
   }
 
-  const auto model = ew::BertModel::Load(
-      model_dir, {.device = device, .precision = *precision, .fused = encoder == "fused"});
+  const auto model = ew::BertModel::Load(model_dir, {.device = device,
+                                                     .precision = *precision,
+                                                     .fused = encoder == "fused",
+                                                     .cuda_warp_layernorm = layernorm == "warp"});
   const at::Device dev(device);
   std::vector<float> first;
   for (const ew::TokenBatch& b : batches) {  // warm-up pass; keeps the vectors asked for
@@ -91,19 +95,26 @@ int Run(int argc, char** argv) {
   const double peak_mib = static_cast<double>(peak_bytes) / (1 << 20);
   const double weights_mib = static_cast<double>(model->memory_bytes()) / (1 << 20);
   std::printf(
-      "ember %s %s: %zu texts (%zu tokens) x %d passes in %.2f s: %.0f texts/s, %.0f "
+      "ember %s %s (%s LayerNorm): %zu texts (%zu tokens) x %d passes in %.2f s: %.0f texts/s, "
+      "%.0f "
       "tokens/s; GPU memory peak %.0f MiB (weights %.0f MiB)\n",
-      precision_name.c_str(), encoder.c_str(), ids.size(), tokens, passes, seconds, texts_per_s,
-      tokens_per_s, peak_mib, weights_mib);
+      precision_name.c_str(), encoder.c_str(), layernorm.c_str(), ids.size(), tokens, passes,
+      seconds, texts_per_s, tokens_per_s, peak_mib, weights_mib);
   if (!json_out.empty()) {
-    std::ofstream(json_out)
-        << nlohmann::json{{"precision", precision_name},  {"encoder", encoder},
-                          {"texts", ids.size()},          {"tokens", tokens},
-                          {"batch_texts", batch_texts},   {"passes", passes},
-                          {"seconds", seconds},           {"texts_per_s", texts_per_s},
-                          {"tokens_per_s", tokens_per_s}, {"peak_allocated_mib", peak_mib},
-                          {"weights_mib", weights_mib}}
-               .dump(2);
+    std::ofstream(json_out) << nlohmann::json{
+        {"precision", precision_name},
+        {"encoder", encoder},
+        {"layernorm", layernorm},
+        {"texts", ids.size()},
+        {"tokens", tokens},
+        {"batch_texts", batch_texts},
+        {"passes", passes},
+        {"seconds", seconds},
+        {"texts_per_s", texts_per_s},
+        {"tokens_per_s", tokens_per_s},
+        {"peak_allocated_mib", peak_mib},
+        {"weights_mib",
+         weights_mib}}.dump(2);
   }
   if (!vectors_out.empty()) {
     first.resize(std::min(first.size(), vector_count * static_cast<size_t>(model->dim())));

@@ -53,11 +53,12 @@ def main():
         lengths = [len(s) for s in idsj["ids"]]
         fpp = flops_per_pass(config, lengths)
         dim = config["hidden_size"]
-        for dtype in ("fp32", "fp16", "bf16"):
+        for dtype in ("fp32", "fp16", "bf16", "fp16-warp"):
             e = load(os.path.join(out, f"{name}-ember-{dtype}.json"))
             if not e:
                 continue
-            hf = load(os.path.join(out, f"{name}-hf-{dtype}.json")) or {}
+            base = dtype.split("-")[0]  # fp16-warp: ember's warp LayerNorm vs HF fp16
+            hf = load(os.path.join(out, f"{name}-hf-{base}.json")) or {}
             at = load(os.path.join(out, f"{name}-aten-{dtype}.json")) or {}
             hc = load(os.path.join(out, f"{name}-hfcompiled-{dtype}.json")) or {}
             ref = os.path.join(out, f"{name}-hf-fp32.f32")
@@ -78,7 +79,7 @@ def main():
                 "hf_peak_mib": hf.get("peak_allocated_mib"),
                 "ember_min_cos_vs_hf_fp32": cosine(os.path.join(out, f"{name}-ember-{dtype}.f32"),
                                                    ref, dim),
-                "hf_min_cos_vs_hf_fp32": cosine(os.path.join(out, f"{name}-hf-{dtype}.f32"), ref,
+                "hf_min_cos_vs_hf_fp32": cosine(os.path.join(out, f"{name}-hf-{base}.f32"), ref,
                                                 dim),
             }
             rows.append(row)
@@ -101,8 +102,18 @@ def main():
             f(r["ember_min_cos_vs_hf_fp32"], ".7f"), f(r["hf_min_cos_vs_hf_fp32"], ".7f")]))
     print("t/s = texts/s; cos = min cosine vs HF fp32 vectors of the same texts; MiB = peak "
           "allocated during timing (LibTorch allocator)")
+    sweep = []
+    for n in (64, 512, 2048):
+        e = load(os.path.join(out, f"minilm-ember-fp16-batch{n}.json" if n != 512
+                              else "minilm-ember-fp16.json"))
+        if e:
+            sweep.append({"batch_texts": n, "texts_per_s": e["texts_per_s"]})
+    if sweep:
+        print("MiniLM fp16, ember texts/s by texts per call: " +
+              ", ".join(f"{s['batch_texts']}: {s['texts_per_s']:.0f}" for s in sweep))
     with open(os.path.join(out, "summary.json"), "w") as fh:
-        json.dump({"gpu": gpu, "bf16_peak_flops": peak, "rows": rows}, fh, indent=2)
+        json.dump({"gpu": gpu, "bf16_peak_flops": peak, "rows": rows, "batch_sweep": sweep}, fh,
+                  indent=2)
     if not rows:
         sys.exit("summarize: no results")
 

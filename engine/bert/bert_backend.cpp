@@ -96,6 +96,14 @@ BertLoad ParseBertParams(BackendParams params, std::string device, int threads) 
       throw Error(ErrorCode::kBadRequest, "encoder = \"" + *encoder + "\": expected fused or aten");
     }
   }
+  if (const auto layout = params.TakeString("cuda-layernorm")) {
+    if (*layout == "warp") {
+      load.model.cuda_warp_layernorm = true;
+    } else if (*layout != "block") {
+      throw Error(ErrorCode::kBadRequest,
+                  "cuda-layernorm = \"" + *layout + "\": expected block or warp");
+    }
+  }
   params.RejectUnused("bert", kBertParams);
   return load;
 }

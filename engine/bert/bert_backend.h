@@ -28,9 +28,11 @@ struct BertLoad {
 //   lowercase = "per-character" | "per-word"
 //   encoder = "fused" | "aten"             the device's packed encoder (default) or the ATen
 //                                          forward (BertOptions::fused)
+//   cuda-layernorm = "block" | "warp"      BertOptions::cuda_warp_layernorm (warp: not yet run
+//                                          on a GPU)
 // Throws ember::Error (BAD_REQUEST) for a bad value or an unknown key.
 inline constexpr char kBertParams[] =
-    "pooling, normalize, max-length, precision, lowercase, encoder";
+    "pooling, normalize, max-length, precision, lowercase, encoder, cuda-layernorm";
 BertLoad ParseBertParams(BackendParams params, std::string device, int threads);
 
 // Loads `dir` (config.json, model.safetensors, vocab.txt or tokenizer.json, optional

@@ -403,6 +403,8 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
       cuda_encoder.intermediate = in;
       cuda_encoder.eps = static_cast<float>(c.eps);
       cuda_encoder.act = c.act;
+      cuda_encoder.layernorm =
+          options.cuda_warp_layernorm ? cuda::RowLayout::kWarp : cuda::RowLayout::kBlock;
       cuda_encoder.word_emb = impl->word_emb;
       cuda_encoder.pos_emb = impl->pos_emb;
       cuda_encoder.type_emb0 = impl->type_emb0;

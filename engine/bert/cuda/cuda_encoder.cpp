@@ -80,9 +80,7 @@ std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& bat
   int32_t* const off_h = pos_h + tokens;
   std::memcpy(ids_h, batch.ids().data(), sizeof(int32_t) * static_cast<size_t>(tokens));
   std::memcpy(off_h, batch.offsets().data(), sizeof(int32_t) * static_cast<size_t>(seqs + 1));
-  for (int64_t i = 0; i < seqs; ++i) {
-    for (int32_t t = off_h[i], p = 0; t < off_h[i + 1]; ++t, ++p) pos_h[t] = p;
-  }
+  batch.Positions(pos_h);
   const at::Tensor dev = host.to(device, /*non_blocking=*/true);
   const int32_t* ids_d = dev.data_ptr<int32_t>();
   const int32_t* pos_d = ids_d + tokens;
@@ -92,7 +90,7 @@ std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& bat
   at::Tensor x = at::empty({tokens, h}, opts);
   cuda::EmbedLayerNorm(dtype, ids_d, pos_d, tokens, h, w.word_emb.data_ptr(), w.pos_emb.data_ptr(),
                        w.type_emb0.data_ptr(), w.emb_ln_w.data_ptr(), w.emb_ln_b.data_ptr(), w.eps,
-                       x.data_ptr(), stream);
+                       x.data_ptr(), stream, w.layernorm);
   for (const CudaEncoderWeights::Layer& l : w.layers) {
     const at::Tensor qkv = at::addmm(l.qkv_b, x, l.qkv_w.t()).view({tokens, 3, nh, hd});
     const at::Tensor ctx =
@@ -100,13 +98,14 @@ std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& bat
             .reshape({tokens, h});
     const at::Tensor attn = at::mm(ctx, l.attn_out_w.t());
     cuda::AddLayerNorm(dtype, x.data_ptr(), attn.data_ptr(), l.attn_out_b.data_ptr(),
-                       l.ln1_w.data_ptr(), l.ln1_b.data_ptr(), tokens, h, w.eps, stream);
+                       l.ln1_w.data_ptr(), l.ln1_b.data_ptr(), tokens, h, w.eps, stream,
+                       w.layernorm);
     const at::Tensor inner = at::mm(x, l.inter_w.t());
     cuda::BiasActivation(dtype, inner.data_ptr(), tokens, w.intermediate, l.inter_b.data_ptr(),
                          w.act, stream);
     const at::Tensor out = at::mm(inner, l.out_w.t());
     cuda::AddLayerNorm(dtype, x.data_ptr(), out.data_ptr(), l.out_b.data_ptr(), l.ln2_w.data_ptr(),
-                       l.ln2_b.data_ptr(), tokens, h, w.eps, stream);
+                       l.ln2_b.data_ptr(), tokens, h, w.eps, stream, w.layernorm);
   }
   const at::Tensor pooled = at::empty({seqs, h}, opts.dtype(at::kFloat));
   cuda::PoolRows(dtype, x.data_ptr(), h, cu_seqlens.data_ptr<int32_t>(), seqs, pooling, normalize,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "engine/bert/cuda/cuda_kernels.h"
 
@@ -89,6 +90,105 @@ __global__ void AddLayerNormKernel(T* x, const T* y, const T* bias, const T* gam
     row[c] = Load(xr, c) + add;
   }
   NormalizeRow(row, n, gamma, beta, eps, xr, scratch);
+}
+
+// RowLayout::kWarp (not yet run on a GPU): one warp per row, the row in registers.
+
+__device__ __forceinline__ float WarpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// The rows a warp LayerNorm normalises, element by element in float32: src(r, c).
+template <class T>
+struct EmbeddingRows {  // word[ids[r]] + pos[positions[r]] + type0, as EmbedLayerNormKernel
+  const std::int32_t* ids;
+  const std::int32_t* positions;
+  const T* word;
+  const T* pos;
+  const T* type0;
+  std::int64_t n;
+  __device__ float operator()(std::int64_t r, std::int64_t c) const {
+    return Load(word, ids[r] * n + c) + (Load(pos, positions[r] * n + c) + Load(type0, c));
+  }
+};
+template <class T>
+struct SumRows {  // x[r] + (y[r] + bias), y and bias optional, as AddLayerNormKernel
+  const T* x;
+  const T* y;
+  const T* bias;
+  std::int64_t n;
+  __device__ float operator()(std::int64_t r, std::int64_t c) const {
+    float add = 0.0f;
+    if (y) add += Load(y, r * n + c);
+    if (bias) add += Load(bias, c);
+    return Load(x, r * n + c) + add;
+  }
+};
+
+// out[r] = LayerNorm(src(r, .)) * gamma + beta, one warp per row with the row in registers (K
+// elements per lane, n <= 32 * K): no shared memory and no block barrier, and 4 rows per block
+// instead of one 128-thread block per row. A warp reads its whole row before it writes any of
+// it, so out may be the rows src reads (in place). Two passes, as NormalizeRow.
+template <class T, int K, class Rows>
+__global__ void LayerNormWarpKernel(Rows src, std::int64_t rows, int n, const T* gamma,
+                                    const T* beta, float eps, T* out) {
+  const std::int64_t r =
+      static_cast<std::int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (r >= rows) return;  // the whole warp leaves together
+  const int lane = threadIdx.x & 31;
+  float v[K];
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int c = lane + 32 * k;
+    v[k] = c < n ? src(r, c) : 0.0f;
+    s += v[k];
+  }
+  const float mean = WarpSum(s) / static_cast<float>(n);
+  float q = 0.0f;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const float d = v[k] - mean;
+    if (lane + 32 * k < n) q += d * d;
+  }
+  const float inv = rsqrtf(WarpSum(q) / static_cast<float>(n) + eps);
+  T* o = out + r * n;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int c = lane + 32 * k;
+    if (c < n) Store(o, c, (v[k] - mean) * inv * Load(gamma, c) + Load(beta, c));
+  }
+}
+
+// Launches the warp kernel with the registers per lane chosen from n; false if n > 1024.
+template <class T, class Rows>
+bool LaunchWarpLayerNorm(const Rows& src, std::int64_t rows, std::int64_t n, const void* gamma,
+                         const void* beta, float eps, void* out, cudaStream_t stream) {
+  constexpr std::int64_t kWarps = 4;  // rows per block
+  const auto blocks = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
+  auto launch = [&](auto per_lane) {
+    constexpr int K = decltype(per_lane)::value;
+    LayerNormWarpKernel<T, K, Rows><<<blocks, 32 * kWarps, 0, stream>>>(
+        src, rows, static_cast<int>(n), static_cast<const T*>(gamma), static_cast<const T*>(beta),
+        eps, static_cast<T*>(out));
+  };
+  if (n <= 128) {
+    launch(std::integral_constant<int, 4>{});
+  } else if (n <= 256) {
+    launch(std::integral_constant<int, 8>{});
+  } else if (n <= 384) {
+    launch(std::integral_constant<int, 12>{});
+  } else if (n <= 512) {
+    launch(std::integral_constant<int, 16>{});
+  } else if (n <= 768) {
+    launch(std::integral_constant<int, 24>{});
+  } else if (n <= 1024) {
+    launch(std::integral_constant<int, 32>{});
+  } else {
+    return false;
+  }
+  return true;
 }
 
 __device__ __forceinline__ float Activate(float v, Activation act) {
@@ -178,11 +278,18 @@ void WithType(DType dtype, F&& f) {
 void EmbedLayerNorm(DType dtype, const std::int32_t* ids, const std::int32_t* positions,
                     std::int64_t tokens, std::int64_t hidden, const void* word, const void* pos,
                     const void* type0, const void* gamma, const void* beta, float eps, void* out,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, RowLayout layout) {
   const std::size_t smem = RowBytes(hidden, "EmbedLayerNorm");
   if (tokens <= 0) return;
   WithType(dtype, [&](auto zero) {
     using T = decltype(zero);
+    if (layout == RowLayout::kWarp &&
+        LaunchWarpLayerNorm<T>(
+            EmbeddingRows<T>{ids, positions, static_cast<const T*>(word),
+                             static_cast<const T*>(pos), static_cast<const T*>(type0), hidden},
+            tokens, hidden, gamma, beta, eps, out, stream)) {
+      return;
+    }
     EmbedLayerNormKernel<T><<<static_cast<unsigned>(tokens), RowThreads(hidden), smem, stream>>>(
         ids, positions, hidden, static_cast<const T*>(word), static_cast<const T*>(pos),
         static_cast<const T*>(type0), static_cast<const T*>(gamma), static_cast<const T*>(beta),
@@ -193,11 +300,17 @@ void EmbedLayerNorm(DType dtype, const std::int32_t* ids, const std::int32_t* po
 
 void AddLayerNorm(DType dtype, void* x, const void* y, const void* bias, const void* gamma,
                   const void* beta, std::int64_t rows, std::int64_t n, float eps,
-                  cudaStream_t stream) {
+                  cudaStream_t stream, RowLayout layout) {
   const std::size_t smem = RowBytes(n, "AddLayerNorm");
   if (rows <= 0) return;
   WithType(dtype, [&](auto zero) {
     using T = decltype(zero);
+    if (layout == RowLayout::kWarp &&
+        LaunchWarpLayerNorm<T>(SumRows<T>{static_cast<const T*>(x), static_cast<const T*>(y),
+                                          static_cast<const T*>(bias), n},
+                               rows, n, gamma, beta, eps, x, stream)) {
+      return;
+    }
     AddLayerNormKernel<T><<<static_cast<unsigned>(rows), RowThreads(n), smem, stream>>>(
         static_cast<T*>(x), static_cast<const T*>(y), static_cast<const T*>(bias),
         static_cast<const T*>(gamma), static_cast<const T*>(beta), n, eps);

@@ -26,19 +26,30 @@ namespace ember::engine::cuda {
 
 enum class DType { kFloat32, kFloat16, kBFloat16 };
 
+// How the LayerNorm kernels map rows to threads.
+enum class RowLayout {
+  // One 128/256-thread block per row, the row in shared memory; any width up to 12,288.
+  // Passed its CUDA test on an H200 (2026-12-04): the default.
+  kBlock,
+  // One warp per row, the row in registers, 4 rows per block (widths up to 1024; wider rows
+  // take kBlock). Fewer barriers and blocks; expected faster, NOT YET RUN ON A GPU: opt-in
+  // (config.toml `cuda-layernorm = "warp"`) until its test has passed on one.
+  kWarp,
+};
+
 // Embeddings: out[t] = LayerNorm(word[ids[t]] + pos[positions[t]] + type0) * gamma + beta for
 // t in [0, tokens); rows of `hidden` elements. ids and positions: int32 [tokens], in range
 // (the caller checks). word [vocab, hidden], pos [max_pos, hidden], type0, gamma, beta [hidden].
 void EmbedLayerNorm(DType dtype, const std::int32_t* ids, const std::int32_t* positions,
                     std::int64_t tokens, std::int64_t hidden, const void* word, const void* pos,
                     const void* type0, const void* gamma, const void* beta, float eps, void* out,
-                    cudaStream_t stream);
+                    cudaStream_t stream, RowLayout layout = RowLayout::kBlock);
 
 // x [rows, n] in place: x[r] = LayerNorm(x[r] + y[r] + bias) * gamma + beta. y [rows, n] and
 // bias [n] may be null. x and y must not overlap.
 void AddLayerNorm(DType dtype, void* x, const void* y, const void* bias, const void* gamma,
                   const void* beta, std::int64_t rows, std::int64_t n, float eps,
-                  cudaStream_t stream);
+                  cudaStream_t stream, RowLayout layout = RowLayout::kBlock);
 
 // y [rows, n] in place: y[r][c] = act(y[r][c] + bias[c]).
 void BiasActivation(DType dtype, void* y, std::int64_t rows, std::int64_t n, const void* bias,
