@@ -153,6 +153,7 @@ CacheFront::Lookup CacheFront::Settle(PendingRequest& p, protocol::EmbedRequest&
   } else {
     p.hits.clear();  // every text is a distinct miss: the client's body as it is
   }
+  p.text_count = static_cast<std::uint32_t>(misses.size());
   p.texts = std::move(misses);
   return Lookup::kDispatch;
 }

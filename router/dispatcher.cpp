@@ -46,7 +46,8 @@ Dispatcher::Outcome Dispatcher::Dispatch(std::uint64_t id, Clock::time_point now
     if (const auto version = workers_.Resolve(p->model, p->version)) {
       workers_.Candidates(p->model, *version, &candidates);
     }
-    std::erase_if(candidates, [](const WorkerState* w) { return !w->HasCredit(); });
+    const std::uint32_t texts = p->text_count;
+    std::erase_if(candidates, [texts](const WorkerState* w) { return !w->HasCreditFor(texts); });
     if (candidates.empty()) {
       // Every worker is busy (or none is up right now): wait in the model's queue, bounded,
       // until credit frees up or the deadline passes.
@@ -72,7 +73,7 @@ Dispatcher::Outcome Dispatcher::Dispatch(std::uint64_t id, Clock::time_point now
     if (transport_.ToWorker(worker->id, protocol::Command::kRequest, id, std::move(body))) {
       p->worker = worker->id;
       p->sent_at = now;
-      worker->in_flight.insert(id);
+      worker->Take(id, texts);
       spdlog::debug("request {} for {} sent to '{}' ({} in flight there)", id, p->model, worker->id,
                     worker->in_flight.size());
       return Outcome::kSent;
@@ -112,6 +113,17 @@ void Dispatcher::DrainQueues(const std::vector<protocol::ModelInfo>& models,
     }
   }
   for (const auto& model : waiting) DrainQueue(model, now);
+}
+
+void Dispatcher::WorkerFull(WorkerState& worker, std::uint64_t id) {
+  worker.full = true;
+  PendingRequest* p = requests_.Find(id);
+  if (p == nullptr || p->worker != worker.id) return;
+  p->worker.clear();
+  --p->attempts;  // the worker did not fail it
+  QueueFor(p->model).ids.push_front(id);
+  spdlog::debug("request {} for {} back in the queue: worker '{}' is full", id, p->model,
+                worker.id);
 }
 
 void Dispatcher::Redispatch(const std::vector<std::uint64_t>& ids, Clock::time_point now) {

@@ -1,8 +1,10 @@
-// Sends accepted requests to workers: picks one that serves the model and has credit (by the
-// model's balancing Policy), or queues the request in its model's bounded queue until credit
-// frees up, or fails it with a typed error (OVERLOADED when the queue is full, UNAVAILABLE
-// after max_attempts workers failed it). Owned by the router thread; requests live in the
-// RequestTable, workers in the WorkerRegistry, and bytes go out through the Transport.
+// Sends accepted requests to workers: picks one that serves the model and has credit for the
+// request's texts (by the model's balancing Policy), or queues the request in its model's
+// bounded queue until credit frees up, or fails it with a typed error (OVERLOADED when the
+// queue is full, UNAVAILABLE after max_attempts workers failed it). A worker that answers
+// OVERLOADED does not fail the request: it goes back to the front of the queue. Owned by the router
+// thread; requests live in the RequestTable, workers in the WorkerRegistry, and bytes go out
+// through the Transport.
 #ifndef EMBER_ROUTER_DISPATCHER_H_
 #define EMBER_ROUTER_DISPATCHER_H_
 
@@ -40,6 +42,10 @@ class Dispatcher {
   // Drains the queues of each model in `models` (which may belong to a worker that draining
   // drops: the names are copied first).
   void DrainQueues(const std::vector<protocol::ModelInfo>& models, Clock::time_point now);
+  // `worker` answered request `id` with OVERLOADED: marks it full (WorkerState::full) and puts
+  // the request back at the front of its model's queue (the queue's bound does not apply: it
+  // was accepted), not counting the attempt. The caller drains the queues afterwards.
+  void WorkerFull(WorkerState& worker, std::uint64_t id);
   // Sends again requests whose worker is gone (embedding is idempotent).
   void Redispatch(const std::vector<std::uint64_t>& ids, Clock::time_point now);
   // Fails the queued requests for which `known(model, version)` is false with UNKNOWN_MODEL.

@@ -8,9 +8,8 @@ namespace ember::router {
 
 using protocol::Command;
 
-RequestTable::RequestTable(Transport& transport, RouterMetrics& metrics,
-                           std::function<void(const std::string&, std::uint64_t)> release)
-    : transport_(transport), metrics_(metrics), release_(std::move(release)) {}
+RequestTable::RequestTable(Transport& transport, RouterMetrics& metrics)
+    : transport_(transport), metrics_(metrics) {}
 
 PendingRequest& RequestTable::Add(std::uint64_t id, PendingRequest request) {
   ++client_in_flight_[request.client];
@@ -118,10 +117,7 @@ void RequestTable::SendError(const std::string& client, std::uint64_t client_req
 void RequestTable::Forget(PendingMap::iterator it) {
   auto c = client_in_flight_.find(it->second.client);
   if (c != client_in_flight_.end() && --c->second == 0) client_in_flight_.erase(c);
-  const std::uint64_t id = it->first;
-  const std::string worker = std::move(it->second.worker);
   pending_.erase(it);
-  if (!worker.empty() && release_) release_(worker, id);
 }
 
 void RequestTable::CountOutcome(const std::string& model, std::string_view outcome,

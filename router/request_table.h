@@ -1,7 +1,9 @@
 // The router's accepted requests: who asked for what, where each one is, and when it must be
 // answered. Every request that enters the table leaves it exactly once, by Reply,
-// ForwardError or Fail, and each of those sends the client its one answer; leaving also
-// releases the worker credit the request held (the `release` hook). Owned by the router thread.
+// ForwardError or Fail, and each of those sends the client its one answer. Leaving does not
+// give back the worker credit a request holds: only the worker's answer or its death does
+// (router.cpp HandleResult, WorkerRegistry::Remove), since a request that timed out here is
+// still in the worker's queue. Owned by the router thread.
 #ifndef EMBER_ROUTER_REQUEST_TABLE_H_
 #define EMBER_ROUTER_REQUEST_TABLE_H_
 
@@ -28,6 +30,8 @@ struct PendingRequest {
   std::uint64_t client_request_id = 0;
   std::string model{};
   std::uint32_t version = 0;
+  // Texts the worker is asked for (the request's, or the cache's misses): the credit it takes.
+  std::uint32_t text_count = 1;
   // The request body as the client's frame: each dispatch sends a copy() of it, which shares
   // the bytes (docs/performance.md "The router's own cost").
   zmq::message_t body{};
@@ -56,9 +60,7 @@ struct PendingRequest {
 
 class RequestTable {
  public:
-  // `release(worker, id)` is called when a request that was on `worker` leaves the table.
-  RequestTable(Transport& transport, RouterMetrics& metrics,
-               std::function<void(const std::string&, std::uint64_t)> release);
+  RequestTable(Transport& transport, RouterMetrics& metrics);
 
   // Router-wide ids, shared with control operations so worker answers can tell them apart.
   std::uint64_t NewId() { return next_id_++; }
@@ -101,7 +103,6 @@ class RequestTable {
 
   Transport& transport_;
   RouterMetrics& metrics_;
-  const std::function<void(const std::string&, std::uint64_t)> release_;
   std::uint64_t next_id_ = 1;
   // The nodes of both per-request maps come from this pool and go back to it when a request
   // leaves, so a request in steady state costs no malloc (docs/performance.md "No allocation

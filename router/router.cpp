@@ -46,10 +46,7 @@ Router::State::State(RouterOptions o)
       backend(context, zmq::socket_type::router),
       transport(frontend, backend),
       health(HealthOptions{.slow_factor = options.slow_factor}),
-      requests(transport, metrics,
-               [this](const std::string& worker, std::uint64_t id) {
-                 if (WorkerState* w = workers.Find(worker)) w->in_flight.erase(id);
-               }),
+      requests(transport, metrics),
       dispatcher(options, workers, requests, transport,
                  [this](const std::string& worker) { DropWorker(worker, "unreachable"); }),
       controls(transport, workers, requests, options.control_timeout),
@@ -219,6 +216,7 @@ void Router::State::HandleRequest(const std::string& client, protocol::Message& 
                                         .client_request_id = message.request_id,
                                         .model = request.model,
                                         .version = request.version,
+                                        .text_count = static_cast<std::uint32_t>(request.count),
                                         .body = std::move(message.frame),
                                         .accepted_at = now});
   const auto timeout = request.timeout_ms > 0 ? std::chrono::milliseconds(request.timeout_ms)
@@ -330,6 +328,10 @@ void Router::State::HandleWorkerMessage(const std::string& id, protocol::Message
   worker->last_seen = Clock::now();
   switch (message.command) {
     case Command::kHeartbeat:
+      if (worker->full) {  // it had answered OVERLOADED: try it again, once per heartbeat
+        worker->full = false;
+        dispatcher.DrainQueues(worker->models, worker->last_seen);
+      }
       break;
     case Command::kReply:
     case Command::kError:
@@ -405,13 +407,15 @@ void Router::State::HandleRegistration(const std::string& id, const protocol::Me
 }
 
 void Router::State::HandleResult(WorkerState& worker, protocol::Message& message) {
-  worker.in_flight.erase(message.request_id);
+  // Its credit comes back with its answer, whether or not the client is still waiting.
+  worker.Release(message.request_id);
   PendingRequest* p = requests.Find(message.request_id);
   // A late result for a request that timed out or was re-dispatched elsewhere is dropped: the
   // client already has (or will get) its one reply.
   if (p != nullptr && p->worker == worker.id) {
     const auto now = Clock::now();
     if (message.command == Command::kReply) {
+      worker.full = false;
       ++worker.completed;
       worker.latency.Record(std::chrono::duration_cast<std::chrono::microseconds>(now - p->sent_at),
                             now);
@@ -442,12 +446,18 @@ void Router::State::HandleResult(WorkerState& worker, protocol::Message& message
         requests.Reply(message.request_id, std::move(body), now);
       }
     } else {
-      ++worker.failed;
       protocol::ErrorBody error;
       std::string why;
       if (!protocol::Decode(message.body(), &error, &why)) error.code = ErrorCode::kInternal;
-      health.RecordAnswer(worker.id, WorkerFault(error.code));
-      requests.ForwardError(message.request_id, error.code, std::move(message.frame), now);
+      if (error.code == ErrorCode::kOverloaded) {
+        // The worker's queue was full: not the client's doing. The request waits in the
+        // router again, first in line, and the worker gets no more until it makes progress.
+        dispatcher.WorkerFull(worker, message.request_id);
+      } else {
+        ++worker.failed;
+        health.RecordAnswer(worker.id, WorkerFault(error.code));
+        requests.ForwardError(message.request_id, error.code, std::move(message.frame), now);
+      }
     }
   }
   // The worker has a free credit now: give it to whoever waits longest.

@@ -5,8 +5,11 @@
 namespace ember::router {
 namespace {
 
-std::vector<std::uint64_t> Ids(const InFlightSet& set) {
-  return std::vector<std::uint64_t>(set.begin(), set.end());
+std::vector<std::uint64_t> Ids(const InFlightMap& in_flight) {
+  std::vector<std::uint64_t> ids;
+  ids.reserve(in_flight.size());
+  for (const auto& [id, texts] : in_flight) ids.push_back(id);
+  return ids;
 }
 
 }  // namespace
@@ -28,7 +31,7 @@ std::vector<std::uint64_t> WorkerRegistry::Register(const std::string& id,
       it != workers_.end() && ready.session != 0 && it->second.session == ready.session;
   if (!update) {
     orphans = Remove(id);
-    // A pmr container keeps the resource it was built with: build the set on the pool.
+    // A pmr container keeps the resource it was built with: build the map on the pool.
     it = workers_.try_emplace(id, &pool_).first;
     it->second.registered = now;
   }

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "common/messages.h"
@@ -20,11 +20,12 @@ namespace ember::router {
 
 using Clock = std::chrono::steady_clock;
 
-using InFlightSet = std::pmr::unordered_set<std::uint64_t>;
+// Router request ids sent to a worker, each with the texts it carries.
+using InFlightMap = std::pmr::unordered_map<std::uint64_t, std::uint32_t>;
 
 struct WorkerState {
   WorkerState() = default;
-  // Its in_flight set allocates from `pool` (the registry's).
+  // Its in_flight map allocates from `pool` (the registry's).
   explicit WorkerState(std::pmr::memory_resource* pool) : in_flight(pool) {}
 
   std::string id;  // the worker's ZeroMQ routing id
@@ -32,12 +33,21 @@ struct WorkerState {
   std::uint64_t session = 0;  // the worker process's READY session
   std::uint64_t rss_bytes = 0;
   std::vector<std::string> routers;  // the routers its READY says it is attached to
+  // Its credit with this router, in texts (the unit of the worker's queue and batches;
+  // docs/balancing.md "Credits").
   std::uint32_t capacity = 0;
   double weight = 1.0;  // for weighted round robin and adaptive
   std::vector<protocol::ModelInfo> models;
-  // Router request ids sent to it. The registry builds each worker's set on its pool, so a
-  // dispatch costs no malloc; a default-made WorkerState (tests) uses the heap.
-  InFlightSet in_flight;
+  // Router request ids sent to it and not answered (by it, or by its death), with their texts.
+  // The registry builds each worker's map on its pool, so a dispatch costs no malloc; a
+  // default-made WorkerState (tests) uses the heap. A request that times out in the router
+  // keeps its credit here until the worker answers it: the worker still has it queued.
+  InFlightMap in_flight;
+  std::uint64_t in_flight_texts = 0;  // the sum of in_flight's texts: the credit in use
+  // It answered OVERLOADED: its queue is fuller than this router's credit says (another
+  // router's share, or a max-queue below its capacity). No requests until it answers one or
+  // sends a heartbeat, so a full worker is not sent the same request again at wire speed.
+  bool full = false;
   std::uint64_t completed = 0;
   std::uint64_t failed = 0;
   Clock::time_point last_seen;
@@ -51,7 +61,22 @@ struct WorkerState {
 
   // Whether (model, version) is READY here: only those get requests.
   bool Serves(std::string_view model, std::uint32_t version) const;
-  bool HasCredit() const { return in_flight.size() < capacity; }
+  // Whether a request of `texts` texts fits its free credit. A request larger than the whole
+  // credit goes to a worker with nothing in flight rather than wait for ever.
+  bool HasCreditFor(std::uint32_t texts) const {
+    return !full && (in_flight.empty() || in_flight_texts + texts <= capacity);
+  }
+  void Take(std::uint64_t request, std::uint32_t texts) {
+    if (in_flight.try_emplace(request, texts).second) in_flight_texts += texts;
+  }
+  // Gives back the credit of `request`; false if it held none here.
+  bool Release(std::uint64_t request) {
+    const auto it = in_flight.find(request);
+    if (it == in_flight.end()) return false;
+    in_flight_texts -= it->second;
+    in_flight.erase(it);
+    return true;
+  }
 };
 
 class WorkerRegistry {
@@ -83,7 +108,7 @@ class WorkerRegistry {
   const std::map<std::string, WorkerState, std::less<>>& workers() const { return workers_; }
 
  private:
-  // Holds the nodes of every worker's in_flight set; declared first, so it outlives them.
+  // Holds the nodes of every worker's in_flight map; declared first, so it outlives them.
   std::pmr::unsynchronized_pool_resource pool_;
   std::map<std::string, WorkerState, std::less<>> workers_;
 };

@@ -60,12 +60,19 @@ TEST(FaultTest, KilledWorkerLosesNoRequest) {
   const auto wait_until = Clock::now() + 60s;
   while (answered < 300 && Clock::now() < wait_until) std::this_thread::sleep_for(5ms);
   ASSERT_GE(answered, 300) << "load did not get going";
+  // What the router has on w2 right before the kill: those requests must be re-dispatched,
+  // so the test is only about re-dispatch if there are some.
+  Client client(cluster.frontend());
+  std::uint32_t on_w2 = 0;
+  for (const auto& w : client.Status().workers) {
+    if (w.id == "w2") on_w2 = w.in_flight;
+  }
   cluster.worker(1).Signal(SIGKILL);
   const auto killed = Clock::now();
+  EXPECT_GT(on_w2, 0u) << "w2 had nothing in flight when it was killed";
 
   // The router must take it out of dispatch within liveness x interval of
   // its last message (plus our polling and scheduling slack).
-  Client client(cluster.frontend());
   Clock::duration removed_after{};
   while (Clock::now() - killed < 10s) {
     if (!Lists(client.Status(), "w2")) {
@@ -180,6 +187,63 @@ TEST(FaultTest, OverloadIsRefusedWithTypedError) {
       << load.errors[ErrorCode::kUnavailable];
   EXPECT_GT(load.errors[ErrorCode::kOverloaded], 0);
   EXPECT_GT(load.replies, 0);
+}
+
+// Twice the texts in flight that the worker's queue holds (64 clients x 4 requests x 32 texts =
+// 8192, against max-queue 4096): the router's credits count texts, so it holds back what the
+// worker cannot queue, and no client gets OVERLOADED for it. Before credits counted texts, 99%
+// of such requests were refused and goodput fell 15-fold (issue 24). Goodput is printed beside
+// the rate at 4096 texts in flight; the bound here only catches a collapse (the issue's 90% is
+// a benchmark's figure, not a timed test's on a shared 2-core VM).
+TEST(FaultTest, TextsBeyondTheWorkersQueueWaitInTheRouter) {
+  Cluster cluster(TinyCluster(1));
+  ASSERT_TRUE(cluster.WaitForWorkers(1));
+  const Reference reference = LoadTinyReference();
+  auto texts_per_second = [&](int clients) {
+    LoadOptions options;
+    options.clients = clients;
+    options.window = 4;
+    options.texts_per_request = 32;
+    options.requests_per_client = 8;
+    options.limit = 120s;
+    const auto start = Clock::now();
+    LoadResult load = RunLoad(cluster.frontend(), reference, options);
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_EQ(load.replies, clients * 8)
+        << clients << " clients: OVERLOADED " << load.errors[ErrorCode::kOverloaded]
+        << ", timeouts " << load.errors[ErrorCode::kTimeout] << ", missing " << load.missing;
+    EXPECT_EQ(load.error_count(), 0);
+    EXPECT_EQ(load.wrong, 0);
+    EXPECT_EQ(load.duplicates, 0);
+    return load.replies * 32 / seconds;
+  };
+  const double at_4096 = texts_per_second(32);
+  const double at_8192 = texts_per_second(64);
+  std::printf("  goodput: %.0f texts/s with 4096 texts in flight, %.0f with 8192 (%.2f)\n", at_4096,
+              at_8192, at_8192 / at_4096);
+  EXPECT_GE(at_8192, 0.5 * at_4096);
+}
+
+// A worker whose queue is far smaller than its credit (max-queue 64 texts, capacity 8192): it
+// answers OVERLOADED again and again, and the router takes each such request back into its
+// queue. Clients see only replies.
+TEST(FaultTest, AWorkersFullQueueIsNeverTheClientsError) {
+  Cluster cluster(TinyCluster(1, {"--capacity", "8192", "--max-queue", "64"}));
+  ASSERT_TRUE(cluster.WaitForWorkers(1));
+  const Reference reference = LoadTinyReference();
+  LoadOptions options;
+  options.clients = 16;
+  options.window = 4;
+  options.texts_per_request = 8;
+  options.requests_per_client = 6;
+  options.limit = 60s;
+  LoadResult load = RunLoad(cluster.frontend(), reference, options);
+  EXPECT_EQ(load.replies, 16 * 6) << "OVERLOADED " << load.errors[ErrorCode::kOverloaded]
+                                  << ", timeouts " << load.errors[ErrorCode::kTimeout]
+                                  << ", missing " << load.missing;
+  EXPECT_EQ(load.error_count(), 0);
+  EXPECT_EQ(load.wrong, 0);
+  EXPECT_EQ(load.duplicates, 0);
 }
 
 // A request that cannot be served before its deadline gets TIMEOUT, and the

@@ -45,7 +45,9 @@ LoadResult RunClient(int c, const std::string& frontend, const Reference& refere
       request.model = options.model;
       request.timeout_ms = options.timeout_ms;
       std::vector<std::size_t> picks;
-      for (int t = 0; t <= result.sent % 3; ++t) {
+      const int texts =
+          options.texts_per_request > 0 ? options.texts_per_request : 1 + result.sent % 3;
+      for (int t = 0; t < texts; ++t) {
         picks.push_back((c * 31 + result.sent * 7 + t * 13) % n);
       }
       for (auto p : picks) request.inputs.push_back(reference.texts[p]);

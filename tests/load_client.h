@@ -38,7 +38,8 @@ struct LoadOptions {
   std::string model = "tiny";
   int clients = 8;
   int requests_per_client = 125;
-  int window = 4;  // requests in flight per client
+  int window = 4;             // requests in flight per client
+  int texts_per_request = 0;  // 0: 1, 2, 3 texts in turn
   std::uint32_t timeout_ms = 60'000;
   std::chrono::seconds limit{120};  // hard bound on the whole run
   // When set, clients stop sending once it is true (requests_per_client
@@ -67,7 +68,7 @@ struct LoadResult {
 };
 
 // Runs `options.clients` threads, each with its own DEALER socket keeping
-// `window` requests of 1-3 reference texts in flight. `answered` (if given)
+// `window` requests of 1-3 (or texts_per_request) reference texts in flight. `answered` (if given)
 // counts answers as they arrive, so a test can act mid-run.
 LoadResult RunLoad(const std::string& frontend, const Reference& reference,
                    const LoadOptions& options, std::atomic<int>* answered = nullptr);

@@ -36,7 +36,7 @@ class PolicyTest : public ::testing::Test {
     for (int i = 0; i < picks; ++i) {
       WorkerState* w = policy.Choose("m", all, t0_);
       ++counts[w->id];
-      if (track_in_flight) w->in_flight.insert(static_cast<std::uint64_t>(i));
+      if (track_in_flight) w->Take(static_cast<std::uint64_t>(i) + 1000, 1);
     }
     return counts;
   }
@@ -80,9 +80,9 @@ TEST_F(PolicyTest, WeightedRoundRobinFollowsWeightsSmoothly) {
 }
 
 TEST_F(PolicyTest, LeastConnectionsPicksFewestInFlight) {
-  workers_["a"].in_flight = {1, 2, 3};
-  workers_["b"].in_flight = {4};
-  workers_["c"].in_flight = {5, 6};
+  for (std::uint64_t id : {1, 2, 3}) workers_["a"].Take(id, 1);
+  workers_["b"].Take(4, 1);
+  for (std::uint64_t id : {5, 6}) workers_["c"].Take(id, 1);
   auto policy = MakePolicy(PolicyKind::kLeastConnections);
   EXPECT_EQ(policy->Choose("m", All(), t0_)->id, "b");
   // With the picks counted as in flight, load evens out: 3+3 more for b,

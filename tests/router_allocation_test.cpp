@@ -76,9 +76,7 @@ TEST(RouterAllocationTest, AWarmRequestCostsAtMostTheHeaderParsersStack) {
   CountingTransport transport;
   RouterMetrics metrics;
   WorkerRegistry workers;
-  RequestTable requests(transport, metrics, [&](const std::string& worker, std::uint64_t id) {
-    if (WorkerState* w = workers.Find(worker)) w->in_flight.erase(id);
-  });
+  RequestTable requests(transport, metrics);
   Dispatcher dispatcher(options, workers, requests, transport, [](const std::string&) {});
   for (const char* id : {"w1", "w2"}) {
     workers.Register(id,
@@ -110,7 +108,7 @@ TEST(RouterAllocationTest, AWarmRequestCostsAtMostTheHeaderParsersStack) {
       if (slot != 0) {
         if (PendingRequest* p = requests.Find(slot)) {
           WorkerState* w = workers.Find(p->worker);
-          w->in_flight.erase(slot);
+          w->Release(slot);
           requests.Reply(slot, zmq::message_t(reply.data(), reply.size()), now);
           dispatcher.DrainQueues(w->models, now);
         }

@@ -43,11 +43,7 @@ ErrorCode CodeOf(const testing::Sent& sent) {
 class RouterComponentsTest : public ::testing::Test {
  protected:
   RouterComponentsTest()
-      : requests_(transport_, metrics_,
-                  [this](const std::string& worker, std::uint64_t id) {
-                    released_.emplace_back(worker, id);
-                    if (WorkerState* w = workers_.Find(worker)) w->in_flight.erase(id);
-                  }),
+      : requests_(transport_, metrics_),
         dispatcher_(options_, workers_, requests_, transport_, [this](const std::string& worker) {
           dropped_.push_back(worker);
           dispatcher_.Redispatch(workers_.Remove(worker), t0);
@@ -57,12 +53,14 @@ class RouterComponentsTest : public ::testing::Test {
   }
 
   // Accepts a request for `model` from client `c` and returns its router id.
-  std::uint64_t Accept(const std::string& model = "m", const std::string& client = "c") {
+  std::uint64_t Accept(const std::string& model = "m", const std::string& client = "c",
+                       std::uint32_t texts = 1) {
     const std::uint64_t id = requests_.NewId();
     requests_.Add(id, {.client = client,
                        .client_request_id = id * 10,
                        .model = model,
                        .version = 0,
+                       .text_count = texts,
                        .body = zmq::message_t("body-" + std::to_string(id)),
                        .accepted_at = t0});
     return id;
@@ -74,7 +72,6 @@ class RouterComponentsTest : public ::testing::Test {
   WorkerRegistry workers_;
   RequestTable requests_;
   Dispatcher dispatcher_;
-  std::vector<std::pair<std::string, std::uint64_t>> released_;
   std::vector<std::string> dropped_;
 };
 
@@ -96,10 +93,11 @@ TEST_F(RouterComponentsTest, DispatchSendsWhileCreditLastsThenQueuesThenRefuses)
   EXPECT_FALSE(requests_.Contains(e));
   EXPECT_EQ(dispatcher_.QueueDepths().at("m"), 2u);
 
-  // a's worker answers: its credit goes to the oldest waiting request (c, then d).
+  // a's worker answers (as the router does: its credit back, the reply to the client): the
+  // credit goes to the oldest waiting request (c, then d).
   const std::string a_worker = transport_.to_workers[0].peer;
+  EXPECT_TRUE(workers_.Find(a_worker)->Release(a));
   requests_.Reply(a, zmq::message_t(std::string_view("vectors")), t0 + 1ms);
-  EXPECT_EQ(released_.back(), (std::pair<std::string, std::uint64_t>{a_worker, a}));
   dispatcher_.DrainQueue("m", t0 + 1ms);
   ASSERT_EQ(transport_.to_workers.size(), 3u);
   EXPECT_EQ(transport_.to_workers[2].request_id, c) << "FIFO: the oldest first";
@@ -152,7 +150,9 @@ TEST_F(RouterComponentsTest, QueuedRequestsForAModelNobodyServesFail) {
   EXPECT_TRUE(requests_.Contains(b));
 }
 
-TEST_F(RouterComponentsTest, DeadlinesFailRequestsAndReleaseTheirCredit) {
+// A timed-out request stays in the worker's queue: its credit comes back only with the worker's
+// (late) answer, so the router never sends more than the worker can hold.
+TEST_F(RouterComponentsTest, DeadlinesFailRequestsButTheirCreditWaitsForTheWorker) {
   workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
   const auto a = Accept();
   dispatcher_.Dispatch(a, t0);
@@ -163,10 +163,63 @@ TEST_F(RouterComponentsTest, DeadlinesFailRequestsAndReleaseTheirCredit) {
   EXPECT_FALSE(requests_.Contains(a));
   ASSERT_EQ(transport_.to_clients.size(), 1u);
   EXPECT_EQ(CodeOf(transport_.to_clients[0]), ErrorCode::kTimeout);
-  EXPECT_TRUE(workers_.Find("w1")->in_flight.empty()) << "the credit came back";
-  // Exactly one answer: a late reply finds nothing.
+  EXPECT_EQ(workers_.Find("w1")->in_flight_texts, 1u) << "still the worker's";
+  // Exactly one answer: a late reply finds nothing, and gives the credit back.
+  EXPECT_TRUE(workers_.Find("w1")->Release(a));
   requests_.Reply(a, zmq::message_t(std::string_view("late")), t0 + 2s);
   EXPECT_EQ(transport_.to_clients.size(), 1u);
+  EXPECT_EQ(workers_.Find("w1")->in_flight_texts, 0u);
+}
+
+// Credits count texts, the unit of the worker's queue: 64 texts of credit take two requests of
+// 32 texts, not 64 requests. A request larger than the whole credit still goes to an idle
+// worker.
+TEST_F(RouterComponentsTest, CreditsCountTexts) {
+  options_.model_defaults.max_queue = 8;
+  workers_.Register("w1", Ready(64, {M("m", 1)}), t0);
+  const auto a = Accept("m", "c", 32), b = Accept("m", "c", 32), c = Accept("m", "c", 1);
+  EXPECT_EQ(dispatcher_.Dispatch(a, t0), Dispatcher::Outcome::kSent);
+  EXPECT_EQ(dispatcher_.Dispatch(b, t0), Dispatcher::Outcome::kSent);
+  EXPECT_EQ(dispatcher_.Dispatch(c, t0), Dispatcher::Outcome::kQueued) << "64 of 64 texts taken";
+  EXPECT_EQ(workers_.Find("w1")->in_flight_texts, 64u);
+  workers_.Find("w1")->Release(a);
+  dispatcher_.DrainQueue("m", t0);
+  EXPECT_EQ(workers_.Find("w1")->in_flight_texts, 33u);
+  workers_.Find("w1")->Release(b);
+  workers_.Find("w1")->Release(c);
+  const auto huge = Accept("m", "c", 500);
+  EXPECT_EQ(dispatcher_.Dispatch(huge, t0), Dispatcher::Outcome::kSent) << "idle: it goes";
+  EXPECT_EQ(dispatcher_.Dispatch(Accept(), t0), Dispatcher::Outcome::kQueued);
+}
+
+// A worker whose queue was full answers OVERLOADED: the client hears nothing of it. The request
+// goes back to the front of the queue, the attempt does not count, and the worker gets nothing
+// more until it makes progress; another worker with credit takes the request.
+TEST_F(RouterComponentsTest, AnOverloadedWorkerGetsTheRequestBackInTheQueue) {
+  options_.max_attempts = 1;
+  workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
+  const auto a = Accept(), b = Accept();
+  ASSERT_EQ(dispatcher_.Dispatch(a, t0), Dispatcher::Outcome::kSent);
+  ASSERT_EQ(dispatcher_.Dispatch(b, t0), Dispatcher::Outcome::kSent);
+  WorkerState& w1 = *workers_.Find("w1");
+  w1.Release(a);  // w1 answers a with OVERLOADED
+  dispatcher_.WorkerFull(w1, a);
+  EXPECT_TRUE(transport_.to_clients.empty()) << "nothing reaches the client";
+  EXPECT_TRUE(requests_.Contains(a));
+  EXPECT_EQ(requests_.Find(a)->attempts, 0) << "not counted against max_attempts";
+  EXPECT_EQ(dispatcher_.QueueDepths().at("m"), 1u);
+  const auto c = Accept();
+  EXPECT_EQ(dispatcher_.Dispatch(c, t0), Dispatcher::Outcome::kQueued) << "w1 is full";
+  workers_.Register("w2", Ready(4, {M("m", 1)}), t0);
+  dispatcher_.DrainQueue("m", t0);
+  ASSERT_EQ(transport_.to_workers.size(), 4u);
+  EXPECT_EQ(transport_.to_workers[2].request_id, a) << "first in line again";
+  EXPECT_EQ(transport_.to_workers[2].peer, "w2");
+  EXPECT_EQ(transport_.to_workers[3].request_id, c);
+  // w1 makes progress (the router clears `full` on its next reply or heartbeat): it takes
+  // requests again.
+  w1.full = false;
+  EXPECT_EQ(dispatcher_.Dispatch(Accept(), t0), Dispatcher::Outcome::kSent);
 }
 
 TEST_F(RouterComponentsTest, AnsweredRequestsDoNotPileUpInTheDeadlineHeap) {

@@ -107,6 +107,17 @@ void ModelRunner::ScheduleLoop(zmq::context_t& context, const std::string& endpo
           items[i] = {job.request_id, static_cast<std::uint32_t>(i), request.ids[i].size(), now,
                       deadline};
         }
+        if (items.size() > batcher_.options().max_queue) {
+          // It could never fit: a permanent refusal, not OVERLOADED (which the router retries).
+          done.push_back(Outcome{job.request_id,
+                                 ErrorCode::kBadRequest,
+                                 "request has " + std::to_string(items.size()) +
+                                     " texts; the queue of model '" + info_.name +
+                                     "' holds at most " +
+                                     std::to_string(batcher_.options().max_queue) + " (max-queue)",
+                                 {}});
+          continue;
+        }
         if (!batcher_.Add(items)) {
           done.push_back(Outcome{job.request_id,
                                  ErrorCode::kOverloaded,

@@ -49,8 +49,11 @@ struct WorkerOptions {
   std::vector<std::string> routers = {"tcp://127.0.0.1:5556"};
   std::string id;  // ZeroMQ routing id; must be unique in the cluster
   std::string device = "cpu";
-  std::uint32_t capacity = 256;  // requests in flight, shared by the routers
-  double weight = 1.0;           // relative speed announced to the router
+  // Texts in flight (sent by routers, not yet answered), shared by the routers as credits: the
+  // unit of the batcher's queue and batches, so that a model whose max-queue is at least this
+  // never refuses a router's request as OVERLOADED (docs/balancing.md "Credits").
+  std::uint32_t capacity = 4096;
+  double weight = 1.0;  // relative speed announced to the router
   // Makes every batch take `slowdown` times as long (by sleeping), to emulate
   // slower hardware in balancing benchmarks and tests. 1 = off.
   double slowdown = 1.0;

@@ -41,7 +41,9 @@ const settings::Table<BatcherOptions>& BatcherSettings() {
     t.Int(
          "max-queue", "texts waiting per model before OVERLOADED",
          [](auto& b) -> auto& { return b.max_queue; }, 1, 100'000'000)
-        .Doc("Texts waiting per model; beyond it requests get OVERLOADED at once.");
+        .Doc(
+            "Texts waiting per model; beyond it requests get OVERLOADED at once (the router\n"
+            "then queues them again). A request with more texts than this is refused.");
     return t;
   }();
   return table;
@@ -72,9 +74,11 @@ const settings::Table<WorkerConfig>& WorkerSettings() {
          [](auto& c) -> auto& { return c.threads; }, 0, 1024)
         .Doc("LibTorch intra-op threads per model; 0: LibTorch's default (1 in Debian's).");
     t.Int(
-         "capacity", "requests in flight, shared by the routers",
-         [](auto& c) -> auto& { return c.worker.capacity; }, 1, 1'000'000)
-        .Doc("Requests in flight on this worker; each of N live routers may send capacity / N.");
+         "capacity", "texts in flight, shared by the routers",
+         [](auto& c) -> auto& { return c.worker.capacity; }, 1, 100'000'000)
+        .Doc(
+            "Texts in flight on this worker; each of N live routers may send capacity / N.\n"
+            "Keep it at most max-queue, so that a model's queue can hold all of it.");
     t.Real(
          "weight", "relative speed, for weighted balancing",
          [](auto& c) -> auto& { return c.worker.weight; }, 1e-6, 1e6)
