@@ -43,6 +43,17 @@ bool Lists(const protocol::StatusReply& status, const std::string& id) {
   return false;
 }
 
+// Every one of `requests` requests got its reply: no error (OVERLOADED above all), none lost,
+// wrong or answered twice.
+void ExpectAllServed(LoadResult& load, int requests) {
+  EXPECT_EQ(load.replies, requests)
+      << "OVERLOADED " << load.errors[ErrorCode::kOverloaded] << ", timeouts "
+      << load.errors[ErrorCode::kTimeout] << ", missing " << load.missing;
+  EXPECT_EQ(load.error_count(), 0);
+  EXPECT_EQ(load.wrong, 0);
+  EXPECT_EQ(load.duplicates, 0);
+}
+
 // The fault test: 8 clients, 3 workers, kill -9 one mid-run.
 TEST(FaultTest, KilledWorkerLosesNoRequest) {
   // --slowdown keeps requests in flight on every worker when the kill lands.
@@ -209,12 +220,8 @@ TEST(FaultTest, TextsBeyondTheWorkersQueueWaitInTheRouter) {
     const auto start = Clock::now();
     LoadResult load = RunLoad(cluster.frontend(), reference, options);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    EXPECT_EQ(load.replies, clients * 8)
-        << clients << " clients: OVERLOADED " << load.errors[ErrorCode::kOverloaded]
-        << ", timeouts " << load.errors[ErrorCode::kTimeout] << ", missing " << load.missing;
-    EXPECT_EQ(load.error_count(), 0);
-    EXPECT_EQ(load.wrong, 0);
-    EXPECT_EQ(load.duplicates, 0);
+    SCOPED_TRACE(std::to_string(clients) + " clients");
+    ExpectAllServed(load, clients * 8);
     return load.replies * 32 / seconds;
   };
   const double at_4096 = texts_per_second(32);
@@ -238,12 +245,7 @@ TEST(FaultTest, AWorkersFullQueueIsNeverTheClientsError) {
   options.requests_per_client = 6;
   options.limit = 60s;
   LoadResult load = RunLoad(cluster.frontend(), reference, options);
-  EXPECT_EQ(load.replies, 16 * 6) << "OVERLOADED " << load.errors[ErrorCode::kOverloaded]
-                                  << ", timeouts " << load.errors[ErrorCode::kTimeout]
-                                  << ", missing " << load.missing;
-  EXPECT_EQ(load.error_count(), 0);
-  EXPECT_EQ(load.wrong, 0);
-  EXPECT_EQ(load.duplicates, 0);
+  ExpectAllServed(load, 16 * 6);
 }
 
 // A request that cannot be served before its deadline gets TIMEOUT, and the
