@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "worker/model_repository.h"
+
 namespace ember::worker {
 namespace {
 
@@ -156,6 +158,27 @@ TEST_F(BatcherTest, RemoveDropsEveryTextOfARequest) {
   ASSERT_TRUE(b.Add({Item(2, 5)}));
   EXPECT_EQ(b.Remove(1), 2u);
   EXPECT_EQ(b.size(), 1u);
+}
+
+// max-batch-size and max-batch-tokens 0 pick by device; on a GPU nothing but the token
+// budget caps a batch (a cap of 32 texts left an H200 half idle: issue 24).
+TEST(BatcherDefaults, ZeroPicksByDevice) {
+  BatcherOptions gpu;
+  gpu.max_batch_size = 0;
+  gpu.max_batch_tokens = 0;
+  BatcherOptions cpu = gpu;
+  ResolveByDevice("cuda:1", &gpu);
+  EXPECT_EQ(gpu.max_batch_size, kGpuBatchTexts);
+  EXPECT_EQ(gpu.max_batch_tokens, kGpuBatchTokens);
+  ResolveByDevice("cpu", &cpu);
+  EXPECT_EQ(cpu.max_batch_size, 32u);
+  EXPECT_EQ(cpu.max_batch_tokens, 512u);
+  BatcherOptions set;
+  set.max_batch_size = 7;
+  set.max_batch_tokens = 99;
+  ResolveByDevice("cuda", &set);
+  EXPECT_EQ(set.max_batch_size, 7u) << "what the user set stays";
+  EXPECT_EQ(set.max_batch_tokens, 99u);
 }
 
 }  // namespace

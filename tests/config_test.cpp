@@ -106,7 +106,7 @@ TEST_F(ConfigTest, MistakesNameFileAndKey) {
   worker::WorkerConfig w;
   EXPECT_THROW(worker::LoadWorkerConfig(Write("[models.a]\nversion = 2"), &w), std::runtime_error)
       << "a model needs a path";
-  EXPECT_THROW(worker::LoadWorkerConfig(Write("max-batch-size = 0"), &w), std::runtime_error);
+  EXPECT_THROW(worker::LoadWorkerConfig(Write("max-batch-size = -1"), &w), std::runtime_error);
   EXPECT_THROW(worker::ParseModelFlag("no-equals-sign", {}), std::invalid_argument);
   EXPECT_EQ(worker::ParseModelFlag("m:3=/p", {}).version, 3u);
 }

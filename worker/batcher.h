@@ -40,6 +40,11 @@ struct BatcherOptions {
 // beyond (docs/batching.md); GPUs want large batches (TEI's default).
 inline constexpr std::size_t kCpuBatchTokens = 512;
 inline constexpr std::size_t kGpuBatchTokens = 16384;
+// Texts per batch: on CPU the measured sweet spot; on a GPU no cap of its own (the setting's
+// largest value), so that the token budget alone sizes batches (issue 24: with a cap of 32 an
+// H200 sat half idle with 512 requests in flight).
+inline constexpr std::size_t kCpuBatchTexts = 32;
+inline constexpr std::size_t kGpuBatchTexts = 65'536;
 
 // One text of a request, with what the batcher needs to know about it.
 struct BatchItem {

@@ -97,8 +97,12 @@ std::vector<std::uint32_t> VersionPolicy::Select(
   return {};
 }
 
-std::size_t DefaultBatchTokens(const std::string& device) {
-  return device.starts_with("cuda") ? kGpuBatchTokens : kCpuBatchTokens;
+void ResolveByDevice(const std::string& device, BatcherOptions* batcher) {
+  const bool gpu = device.starts_with("cuda");
+  if (batcher->max_batch_size == 0) batcher->max_batch_size = gpu ? kGpuBatchTexts : kCpuBatchTexts;
+  if (batcher->max_batch_tokens == 0) {
+    batcher->max_batch_tokens = gpu ? kGpuBatchTokens : kCpuBatchTokens;
+  }
 }
 
 ModelRepository::ModelRepository(fs::path root, VersionPolicy policy, BatcherOptions defaults,
@@ -237,9 +241,7 @@ ModelSpec ModelRepository::Spec(const std::string& model, std::uint32_t version)
       BatcherSettings().Read(t, &spec.batcher, file);
     }
   }
-  if (spec.batcher.max_batch_tokens == 0) {
-    spec.batcher.max_batch_tokens = DefaultBatchTokens(spec.load.device);
-  }
+  ResolveByDevice(spec.load.device, &spec.batcher);
   return spec;
 }
 

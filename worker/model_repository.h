@@ -57,11 +57,12 @@ struct ModelSpec {
   std::uint32_t version = 0;
   std::filesystem::path path;  // what engine::LoadBackend opens
   engine::BackendOptions load;
-  BatcherOptions batcher;  // max_batch_tokens resolved (never 0)
+  BatcherOptions batcher;  // max_batch_size and max_batch_tokens resolved (never 0)
 };
 
-// max-batch-tokens 0 means "by device": what batches of that device want.
-std::size_t DefaultBatchTokens(const std::string& device);
+// max-batch-size and max-batch-tokens 0 mean "by device": what batches of that device want
+// (kCpuBatchTexts / kGpuBatchTexts, kCpuBatchTokens / kGpuBatchTokens).
+void ResolveByDevice(const std::string& device, BatcherOptions* batcher);
 
 class ModelRepository {
  public:

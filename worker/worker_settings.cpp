@@ -11,14 +11,16 @@ const settings::Table<BatcherOptions>& BatcherSettings() {
   static const settings::Table<BatcherOptions> table = [] {
     settings::Table<BatcherOptions> t;
     t.Int(
-         "max-batch-size", "texts per batch", [](auto& b) -> auto& { return b.max_batch_size; }, 1,
-         65'536)
+         "max-batch-size", "texts per batch; 0: 32 on cpu, no cap on cuda",
+         [](auto& b) -> auto& { return b.max_batch_size; }, 0, 65'536)
         .Section(
             "Dynamic batcher defaults for every model (each [models.NAME], and each repository\n"
             "version's config.toml, may override them): a batch leaves when it holds\n"
             "max-batch-size texts, when a preferred size can be formed, when its tokens would\n"
             "exceed max-batch-tokens, or when its oldest text has waited max-queue-delay-us.")
-        .Doc("Texts per batch.");
+        .Doc(
+            "Texts per batch. 0 picks by device: 32 on cpu; on cuda no cap of its own\n"
+            "(65536), so that max-batch-tokens alone sizes a GPU's batches.");
     t.Duration(
          "max-queue-delay-us", "longest a text waits for its batch to fill",
          [](auto& b) -> auto& { return b.max_queue_delay; }, 0, 10'000'000)

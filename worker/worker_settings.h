@@ -28,9 +28,11 @@ struct WorkerConfig {
   WorkerOptions worker;
   int threads = 0;  // LibTorch intra-op threads per model
   std::string log_level = "info";
-  // For models that do not set their own; max-batch-tokens 0: by device (DefaultBatchTokens).
+  // For models that do not set their own; max-batch-size and max-batch-tokens 0: by device
+  // (ResolveByDevice).
   BatcherOptions batcher_defaults = [] {
     BatcherOptions b;
+    b.max_batch_size = 0;
     b.max_batch_tokens = 0;
     return b;
   }();
