@@ -40,7 +40,8 @@ std::size_t ReceiveInto(zmq::socket_t& socket, std::array<zmq::message_t, N>& fr
 }
 
 std::string FrameCountError(std::size_t count) {
-  return "expected " + std::to_string(kFrameCount) + " frames, got " + std::to_string(count);
+  return "expected " + std::to_string(kFrameCount) + " frames (" + std::to_string(kMaxFrameCount) +
+         " for a REQUEST with a budget), got " + std::to_string(count);
 }
 
 bool ValidCommand(std::uint8_t c) {
@@ -98,7 +99,7 @@ bool SetRequestId(std::span<zmq::message_t> frames, std::uint64_t request_id) {
 }
 
 std::optional<Message> Decode(std::span<zmq::message_t> frames, std::string* error) {
-  if (frames.size() != kFrameCount) {
+  if (frames.size() != kFrameCount && frames.size() != kMaxFrameCount) {
     *error = FrameCountError(frames.size());
     return std::nullopt;
   }
@@ -123,13 +124,24 @@ std::optional<Message> Decode(std::span<zmq::message_t> frames, std::string* err
   }
   Message message;
   message.command = static_cast<Command>(*frames[1].data<std::uint8_t>());
+  if (frames.size() == kMaxFrameCount) {
+    if (message.command != Command::kRequest || frames[4].size() != sizeof message.budget_ms) {
+      *error = "frame 4 (budget) must be 4 bytes, on a REQUEST only";
+      return std::nullopt;
+    }
+    std::memcpy(&message.budget_ms, frames[4].data(), sizeof message.budget_ms);
+    if (message.budget_ms == 0) {
+      *error = "frame 4 (budget) must be more than 0 ms";
+      return std::nullopt;
+    }
+  }
   std::memcpy(&message.request_id, frames[2].data(), sizeof message.request_id);
   message.frame = std::move(frames[3]);
   return message;
 }
 
 std::optional<Envelope> ReceiveRouted(zmq::socket_t& socket) {
-  std::array<zmq::message_t, 1 + kFrameCount> frames;
+  std::array<zmq::message_t, 1 + kMaxFrameCount> frames;
   const std::size_t count = ReceiveInto(socket, frames);
   if (count == 0) return std::nullopt;
   Envelope envelope;
@@ -149,7 +161,7 @@ std::optional<Envelope> ReceiveRouted(zmq::socket_t& socket) {
 }
 
 std::optional<std::optional<Message>> ReceiveDealt(zmq::socket_t& socket, std::string* error) {
-  std::array<zmq::message_t, kFrameCount> frames;
+  std::array<zmq::message_t, kMaxFrameCount> frames;
   const std::size_t count = ReceiveInto(socket, frames);
   if (count == 0) return std::nullopt;
   if (count > frames.size()) {
@@ -159,8 +171,12 @@ std::optional<std::optional<Message>> ReceiveDealt(zmq::socket_t& socket, std::s
   return Decode(std::span<zmq::message_t>(frames).first(count), error);
 }
 
-bool ForwardRouted(zmq::socket_t& socket, std::string_view peer, Command command,
-                   std::uint64_t request_id, zmq::message_t body) {
+namespace {
+
+// The frames of one message to `peer` through a ROUTER socket, with a REQUEST's budget frame
+// when budget_ms > 0.
+bool SendParts(zmq::socket_t& socket, std::string_view peer, Command command,
+               std::uint64_t request_id, zmq::message_t& body, std::uint32_t budget_ms) {
   const auto cmd = static_cast<std::uint8_t>(command);
   constexpr auto more = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
   try {
@@ -170,11 +186,26 @@ bool ForwardRouted(zmq::socket_t& socket, std::string_view peer, Command command
     (void)socket.send(HeaderFrame(), more);
     (void)socket.send(zmq::const_buffer(&cmd, 1), more);
     (void)socket.send(zmq::const_buffer(&request_id, sizeof request_id), more);
-    return socket.send(body, zmq::send_flags::dontwait).has_value();
+    if (budget_ms == 0) return socket.send(body, zmq::send_flags::dontwait).has_value();
+    (void)socket.send(body, more);
+    return socket.send(zmq::const_buffer(&budget_ms, sizeof budget_ms), zmq::send_flags::dontwait)
+        .has_value();
   } catch (const zmq::error_t& e) {
     if (e.num() == EHOSTUNREACH) return false;
     throw;
   }
+}
+
+}  // namespace
+
+bool ForwardRouted(zmq::socket_t& socket, std::string_view peer, Command command,
+                   std::uint64_t request_id, zmq::message_t body) {
+  return SendParts(socket, peer, command, request_id, body, 0);
+}
+
+bool ForwardRequest(zmq::socket_t& socket, std::string_view peer, std::uint64_t request_id,
+                    zmq::message_t body, std::uint32_t budget_ms) {
+  return SendParts(socket, peer, Command::kRequest, request_id, body, budget_ms);
 }
 
 bool SendRouted(zmq::socket_t& socket, std::string_view peer, Command command,

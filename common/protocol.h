@@ -7,6 +7,11 @@
 //   frame 1  command    one byte, a Command value
 //   frame 2  request id 8 bytes, unsigned little-endian
 //   frame 3  body       msgpack (see common/messages.h); may be empty
+//   frame 4  budget     only on a REQUEST from a router to a worker, and optional there: 4 bytes,
+//                       unsigned little-endian, the milliseconds left (> 0) until the router
+//                       answers the client TIMEOUT. The worker gives up on the request then, so
+//                       it never computes what nobody waits for; a body's timeout_ms stays the
+//                       client's own (the router does not re-encode bodies).
 //
 // This header knows nothing about bodies, so the router can route a request
 // without decoding or copying its texts.
@@ -26,6 +31,7 @@ namespace ember::protocol {
 inline constexpr std::string_view kTag = "EMBER";
 inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kFrameCount = 4;
+inline constexpr std::size_t kMaxFrameCount = 5;  // with a REQUEST's budget
 
 enum class Command : std::uint8_t {
   kRequest = 1,     // client -> router -> worker: embed texts
@@ -47,6 +53,7 @@ struct Message {
   // the router can pass it on without copying it: a zmq::message_t moved into a send, or
   // copy()'d (which shares a large frame's buffer by reference count), is never memcpy'd.
   zmq::message_t frame{};
+  std::uint32_t budget_ms = 0;  // a REQUEST's frame 4; 0: none
 
   std::string_view body() const { return frame.to_string_view(); }
 };
@@ -61,8 +68,8 @@ std::vector<zmq::message_t> Encode(Command command, std::uint64_t request_id,
 std::optional<std::uint64_t> RequestIdOf(std::span<const zmq::message_t> frames);
 bool SetRequestId(std::span<zmq::message_t> frames, std::uint64_t request_id);
 
-// Decodes the four protocol frames. On failure returns nullopt and sets
-// *error to a reason fit for a BAD_REQUEST reply.
+// Decodes the four protocol frames (five for a REQUEST with a budget). On failure returns
+// nullopt and sets *error to a reason fit for a BAD_REQUEST reply.
 std::optional<Message> Decode(std::span<zmq::message_t> frames, std::string* error);
 
 // A message as received on a ROUTER socket: the peer's routing id plus the
@@ -90,6 +97,10 @@ std::optional<std::optional<Message>> ReceiveDealt(zmq::socket_t& socket, std::s
 // queue is full.
 bool ForwardRouted(zmq::socket_t& socket, std::string_view peer, Command command,
                    std::uint64_t request_id, zmq::message_t body);
+// A REQUEST to `peer` (a worker) with `budget_ms` (> 0) as its frame 4; otherwise as
+// ForwardRouted.
+bool ForwardRequest(zmq::socket_t& socket, std::string_view peer, std::uint64_t request_id,
+                    zmq::message_t body, std::uint32_t budget_ms);
 // The same with `body` copied into a new frame.
 bool SendRouted(zmq::socket_t& socket, std::string_view peer, Command command,
                 std::uint64_t request_id, std::string_view body);

@@ -157,10 +157,20 @@ void DecodeFrames(std::string_view data) {
   Check(message.has_value() == error.empty(), "frame decoding gives a reason exactly on failure");
   if (!message) return;
   // What decodes must encode to the same frames (the body frame moved into the message).
+  // Encode writes the four frames; a REQUEST's budget (frame 4) is checked apart.
   auto encoded = protocol::Encode(message->command, message->request_id, message->body());
-  Check(encoded.size() == parts.size(), "frame count survives a round trip");
-  for (std::size_t i = 0; i < parts.size(); ++i) {
+  const bool budget = parts.size() == protocol::kMaxFrameCount;
+  Check(encoded.size() == (budget ? protocol::kFrameCount : parts.size()),
+        "frame count survives a round trip");
+  for (std::size_t i = 0; i < encoded.size(); ++i) {
     Check(encoded[i].to_string_view() == parts[i], "frames survive a round trip");
+  }
+  if (budget) {
+    std::uint32_t ms = 0;
+    Check(parts[4].size() == sizeof ms, "a budget frame is 4 bytes");
+    std::memcpy(&ms, parts[4].data(), sizeof ms);
+    Check(ms == message->budget_ms && ms > 0 && message->command == protocol::Command::kRequest,
+          "a budget decodes as sent, non-zero, on a REQUEST");
   }
   DecodeAll(message->body());
 }

@@ -105,6 +105,12 @@ std::vector<std::string> ProtocolSeeds() {
       JoinFrames(Frames(protocol::Command::kReady, 0, protocol::Encode(ready))),
       JoinFrames(Frames(protocol::Command::kHeartbeat, 0, "")),
       JoinFrames(Frames(protocol::Command::kControl, 4, protocol::Encode(control))),
+      // A router's REQUEST to a worker, with its budget (frame 4: 250 ms).
+      JoinFrames([&] {
+        auto frames = Frames(protocol::Command::kRequest, 5, protocol::Encode(request));
+        frames.emplace_back("\xfa\x00\x00\x00", 4);
+        return frames;
+      }()),
   };
   return seeds;
 }

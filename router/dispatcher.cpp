@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
 
 namespace ember::router {
 
@@ -11,6 +13,20 @@ std::string UnknownModelMessage(const std::string& model, std::uint32_t version)
   if (version != 0) what += " version " + std::to_string(version);
   return what;
 }
+
+namespace {
+
+// The time left until the router answers TIMEOUT, rounded up to whole milliseconds and at least
+// 1 (protocol.h frame 4; 0: no deadline armed). A request past its deadline is answered before
+// it could be sent, so at least 1 ms is never a lie by more than the rounding.
+std::chrono::milliseconds Budget(const PendingRequest& p, Clock::time_point now) {
+  if (!p.deadline_armed) return std::chrono::milliseconds(0);
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(p.deadline - now);
+  return std::clamp(left, std::chrono::milliseconds(1),
+                    std::chrono::milliseconds(std::numeric_limits<std::uint32_t>::max()));
+}
+
+}  // namespace
 
 Dispatcher::Dispatcher(const RouterOptions& options, WorkerRegistry& workers,
                        RequestTable& requests, Transport& transport,
@@ -70,7 +86,7 @@ Dispatcher::Outcome Dispatcher::Dispatch(std::uint64_t id, Clock::time_point now
     ++p->attempts;
     zmq::message_t body;
     body.copy(p->body);  // shares the client's bytes; p keeps them for a re-dispatch
-    if (transport_.ToWorker(worker->id, protocol::Command::kRequest, id, std::move(body))) {
+    if (transport_.RequestToWorker(worker->id, id, std::move(body), Budget(*p, now))) {
       p->worker = worker->id;
       p->sent_at = now;
       worker->Take(id, texts);

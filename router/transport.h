@@ -6,6 +6,7 @@
 #ifndef EMBER_ROUTER_TRANSPORT_H_
 #define EMBER_ROUTER_TRANSPORT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string_view>
 #include <zmq.hpp>
@@ -24,6 +25,10 @@ class Transport {
                         std::uint64_t request_id, zmq::message_t body) = 0;
   virtual bool ToWorker(std::string_view worker, protocol::Command command,
                         std::uint64_t request_id, zmq::message_t body) = 0;
+  // A REQUEST with the router's time left for it (protocol.h frame 4; 0: none), so that the
+  // worker gives up on it when the router does.
+  virtual bool RequestToWorker(std::string_view worker, std::uint64_t request_id,
+                               zmq::message_t body, std::chrono::milliseconds budget) = 0;
 };
 
 // Over the router's frontend (clients) and backend (workers) ROUTER sockets, which must
@@ -40,6 +45,11 @@ class ZmqTransport : public Transport {
   bool ToWorker(std::string_view worker, protocol::Command command, std::uint64_t request_id,
                 zmq::message_t body) override {
     return protocol::ForwardRouted(backend_, worker, command, request_id, std::move(body));
+  }
+  bool RequestToWorker(std::string_view worker, std::uint64_t request_id, zmq::message_t body,
+                       std::chrono::milliseconds budget) override {
+    return protocol::ForwardRequest(backend_, worker, request_id, std::move(body),
+                                    static_cast<std::uint32_t>(budget.count()));
   }
 
  private:

@@ -45,6 +45,18 @@ TEST(ProtocolTest, EveryCommandRoundTrips) {
   }
 }
 
+// A router's REQUEST to a worker may carry the time it has left as frame 4.
+TEST(ProtocolTest, ARequestMayCarryTheRoutersBudget) {
+  std::string error;
+  auto frames = Frames({kHeader, "\x01", Id(9), "body", std::string("\xfa\x00\x00\x00", 4)});
+  const auto message = Decode(frames, &error);
+  ASSERT_TRUE(message) << error;
+  EXPECT_EQ(message->budget_ms, 250u);
+  EXPECT_EQ(message->body(), "body");
+  auto plain = Encode(Command::kRequest, 9, "body");
+  EXPECT_EQ(Decode(plain, &error)->budget_ms, 0u) << "none without frame 4";
+}
+
 TEST(ProtocolTest, RejectsMalformedFrames) {
   struct Case {
     const char* what;
@@ -55,7 +67,12 @@ TEST(ProtocolTest, RejectsMalformedFrames) {
   std::vector<Case> cases;
   cases.push_back({"no frames", {}, "frames"});
   cases.push_back({"too few", Frames({kHeader, "\x01", id}), "frames"});
-  cases.push_back({"too many", Frames({kHeader, "\x01", id, "", ""}), "frames"});
+  cases.push_back({"too many", Frames({kHeader, "\x01", id, "", "abcd", ""}), "frames"});
+  const std::string budget("\xfa\x00\x00\x00", 4);  // 250 ms
+  cases.push_back({"budget on a REPLY", Frames({kHeader, "\x02", id, "", budget}), "budget"});
+  cases.push_back({"short budget", Frames({kHeader, "\x01", id, "", "ab"}), "budget"});
+  cases.push_back(
+      {"zero budget", Frames({kHeader, "\x01", id, "", std::string(4, '\0')}), "budget"});
   cases.push_back({"bad tag", Frames({"EMBRR\x01", "\x01", id, ""}), "header"});
   cases.push_back({"short tag", Frames({"EMB", "\x01", id, ""}), "header"});
   cases.push_back({"future version", Frames({"EMBER\x02", "\x01", id, ""}), "version 2"});

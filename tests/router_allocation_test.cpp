@@ -68,6 +68,11 @@ class CountingTransport : public Transport {
     ++dispatched;
     return true;
   }
+  bool RequestToWorker(std::string_view, std::uint64_t, zmq::message_t,
+                       std::chrono::milliseconds) override {
+    ++dispatched;
+    return true;
+  }
   std::uint64_t replies = 0, dispatched = 0;
 };
 

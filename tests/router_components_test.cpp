@@ -171,6 +171,19 @@ TEST_F(RouterComponentsTest, DeadlinesFailRequestsButTheirCreditWaitsForTheWorke
   EXPECT_EQ(workers_.Find("w1")->in_flight_texts, 0u);
 }
 
+// A REQUEST carries the time left until the router's deadline (protocol.h frame 4), rounded up
+// to whole milliseconds; none without a deadline.
+TEST_F(RouterComponentsTest, RequestsCarryTheTimeLeftToTheWorker) {
+  workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
+  const auto a = Accept(), b = Accept();
+  requests_.ArmDeadline(a, t0 + 1500ms);
+  dispatcher_.Dispatch(a, t0 + 1000ms - std::chrono::microseconds(1));
+  dispatcher_.Dispatch(b, t0);
+  ASSERT_EQ(transport_.to_workers.size(), 2u);
+  EXPECT_EQ(transport_.to_workers[0].budget, 501ms);
+  EXPECT_EQ(transport_.to_workers[1].budget, 0ms) << "no deadline armed";
+}
+
 // Credits count texts, the unit of the worker's queue: 64 texts of credit take two requests of
 // 32 texts, not 64 requests. A request larger than the whole credit still goes to an idle
 // worker.

@@ -224,6 +224,23 @@ TEST(WorkerTest, RepliesGoBackToTheRouterThatAsked) {
   EXPECT_EQ(count(h.router(1).AwaitAnswer(b)), 3);
 }
 
+// The router's budget (protocol.h frame 4) is the request's deadline on the worker: a request
+// the router will have answered TIMEOUT in 1 ms is never computed (the batcher waits 2 ms for
+// company first, so it expires in the queue); one with time to spare is.
+TEST(WorkerTest, TheRoutersBudgetIsTheRequestsDeadline) {
+  WorkerHarness h;
+  ASSERT_TRUE(h.WaitFor(1, ModelState::kReady));
+  const std::uint64_t late = h.router().SendEmbed("m", {"one"}, /*budget_ms=*/1);
+  const auto answer = h.router().AwaitAnswer(late);
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_EQ(answer->command, protocol::Command::kError);
+  protocol::ErrorBody error;
+  std::string why;
+  ASSERT_TRUE(protocol::Decode(answer->body(), &error, &why)) << why;
+  EXPECT_EQ(error.code, ErrorCode::kTimeout) << error.message;
+  EXPECT_EQ(ServedBy(h.router().AwaitAnswer(h.router().SendEmbed("m", {"one"}, 10'000))), 1);
+}
+
 // A retired version is freed only once every live router has acknowledged the READY that took
 // it out of service: until then the silent one may still send it requests.
 TEST(WorkerTest, DrainWaitsForEveryLiveRouter) {

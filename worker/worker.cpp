@@ -232,6 +232,12 @@ void Worker::HandleRequest(std::size_t link, const protocol::Message& message) {
     SendError(origin, ErrorCode::kBadRequest, "no inputs to embed");
     return;
   }
+  if (message.budget_ms > 0) {
+    // The router answers the client TIMEOUT then: give up on the request at the same time
+    // (the body's timeout_ms is the client's, from before the request waited in the router).
+    const std::uint32_t own = job.request.timeout_ms;
+    job.request.timeout_ms = own == 0 ? message.budget_ms : std::min(own, message.budget_ms);
+  }
   const auto key = lifecycle_.Route(job.request.model, job.request.version);
   auto runner = key ? runners_.find(*key) : runners_.end();
   if (runner == runners_.end()) {

@@ -3,6 +3,7 @@
 #ifndef EMBER_TESTS_FAKES_FAKE_TRANSPORT_H_
 #define EMBER_TESTS_FAKES_FAKE_TRANSPORT_H_
 
+#include <chrono>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ struct Sent {
   protocol::Command command;
   std::uint64_t request_id;
   std::string body;
+  std::chrono::milliseconds budget{0};  // a REQUEST's (RequestToWorker)
 };
 
 class FakeTransport : public router::Transport {
@@ -29,6 +31,13 @@ class FakeTransport : public router::Transport {
                 zmq::message_t body) override {
     if (unreachable.contains(std::string(worker))) return false;
     to_workers.push_back({std::string(worker), command, request_id, body.to_string()});
+    return true;
+  }
+  bool RequestToWorker(std::string_view worker, std::uint64_t request_id, zmq::message_t body,
+                       std::chrono::milliseconds budget) override {
+    if (unreachable.contains(std::string(worker))) return false;
+    to_workers.push_back(
+        {std::string(worker), protocol::Command::kRequest, request_id, body.to_string(), budget});
     return true;
   }
 

@@ -124,12 +124,14 @@ class ScriptedRouter {
     while (Clock::now() < deadline) Pump(deadline, 0);
   }
 
-  // Sends an embed without waiting; its answer comes by AwaitAnswer. Returns its id.
-  std::uint64_t SendEmbed(const std::string& model, std::vector<std::string> texts) {
+  // Sends an embed without waiting, with the router's budget frame when budget_ms > 0; its
+  // answer comes by AwaitAnswer. Returns its id.
+  std::uint64_t SendEmbed(const std::string& model, std::vector<std::string> texts,
+                          std::uint32_t budget_ms = 0) {
     const std::uint64_t id = next_id_++;
     protocol::EmbedRequest request{.model = model, .inputs = std::move(texts)};
-    EXPECT_TRUE(protocol::SendRouted(socket_, worker_, protocol::Command::kRequest, id,
-                                     protocol::Encode(request)));
+    EXPECT_TRUE(protocol::ForwardRequest(socket_, worker_, id,
+                                         zmq::message_t(protocol::Encode(request)), budget_ms));
     return id;
   }
 
