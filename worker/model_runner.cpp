@@ -15,6 +15,7 @@ ModelRunner::ModelRunner(std::string worker_id, protocol::ModelInfo info,
       info_(std::move(info)),
       backend_(std::move(backend)),
       slowdown_(std::max(options.slowdown, 1.0)),
+      tokenizers_(std::move(options.tokenizers)),
       batcher_(std::move(options.batcher)) {
   scheduler_ =
       std::thread([this, &context, results_endpoint] { ScheduleLoop(context, results_endpoint); });
@@ -82,18 +83,26 @@ void ModelRunner::ScheduleLoop(zmq::context_t& context, const std::string& endpo
   std::unique_lock lock(mu_);
   for (;;) {
     // Intake: tokenize outside the lock so the inference thread is never
-    // held up, then queue every text of a request, or none.
+    // held up, the requests on the worker's tokenizer threads at once, then queue every text
+    // of a request, or none.
     while (!intake_.empty()) {
       std::deque<Job> jobs;
       jobs.swap(intake_);
       lock.unlock();
+      std::vector<Request> requests(jobs.size());
+      std::vector<std::optional<Outcome>> failures(jobs.size());
+      const auto admit = [&](std::size_t k) { failures[k] = Admit(jobs[k], &requests[k]); };
+      if (tokenizers_) {
+        tokenizers_->Run(jobs.size(), admit);
+      } else {
+        for (std::size_t k = 0; k < jobs.size(); ++k) admit(k);
+      }
       std::vector<std::pair<Job, Request>> admitted;
-      for (auto& job : jobs) {
-        Request request;
-        if (auto failed = Admit(job, &request)) {
-          done.push_back(std::move(*failed));
+      for (std::size_t k = 0; k < jobs.size(); ++k) {
+        if (failures[k]) {
+          done.push_back(std::move(*failures[k]));
         } else {
-          admitted.emplace_back(std::move(job), std::move(request));
+          admitted.emplace_back(std::move(jobs[k]), std::move(requests[k]));
         }
       }
       lock.lock();

@@ -30,6 +30,7 @@
 #include "common/messages.h"
 #include "engine/backend.h"
 #include "worker/batcher.h"
+#include "worker/tokenizer_pool.h"
 
 namespace ember::worker {
 
@@ -41,6 +42,9 @@ struct Job {
 
 struct RunnerOptions {
   BatcherOptions batcher;
+  // Tokenizes the requests of an intake on several threads (shared by the worker's models);
+  // null: on the scheduler thread alone.
+  std::shared_ptr<TokenizerPool> tokenizers;
   // Makes every batch take `slowdown` times as long (by sleeping), to emulate
   // slower hardware in balancing benchmarks and tests. 1 = off.
   double slowdown = 1.0;
@@ -97,6 +101,7 @@ class ModelRunner {
   const protocol::ModelInfo info_;
   const std::unique_ptr<engine::Backend> backend_;
   const double slowdown_;
+  const std::shared_ptr<TokenizerPool> tokenizers_;  // may be null
 
   std::mutex mu_;
   std::condition_variable schedule_cv_;                  // intake, model idle, stop

@@ -44,7 +44,10 @@ Worker::Worker(WorkerOptions options, ModelSource source)
       loads_(context_, zmq::socket_type::pull),
       repository_(std::move(source.repository)),
       startup_(std::move(source.startup)),
-      lifecycle_(options_.id, repository_.get(), options_.heartbeat_interval * options_.liveness) {
+      lifecycle_(options_.id, repository_.get(), options_.heartbeat_interval * options_.liveness),
+      tokenizers_(std::make_shared<TokenizerPool>(options_.tokenizer_threads > 0
+                                                      ? options_.tokenizer_threads
+                                                      : TokenizerPool::DefaultThreads())) {
   if (options_.routers.empty()) throw std::invalid_argument("a worker needs at least one router");
   results_.set(zmq::sockopt::linger, 0);
   results_.bind(kResultsEndpoint);
@@ -310,7 +313,8 @@ void Worker::Apply(Effects effects) {
     auto loaded = loaded_.find(key);
     if (loaded == loaded_.end()) continue;
     auto& [backend, batcher] = loaded->second;
-    RunnerOptions runner{.batcher = std::move(batcher), .slowdown = options_.slowdown};
+    RunnerOptions runner{
+        .batcher = std::move(batcher), .tokenizers = tokenizers_, .slowdown = options_.slowdown};
     // The backend says whether padding costs it compute: the token budget follows.
     runner.batcher.padded = backend->pads();
     const protocol::ModelInfo info{.name = key.first,

@@ -57,6 +57,8 @@ struct WorkerOptions {
   // Makes every batch take `slowdown` times as long (by sleeping), to emulate
   // slower hardware in balancing benchmarks and tests. 1 = off.
   double slowdown = 1.0;
+  // Threads that tokenize for every model (TokenizerPool); 0: one per core.
+  int tokenizer_threads = 0;
   std::chrono::milliseconds heartbeat_interval{1000};
   int liveness = 3;         // heartbeats the router may miss before we reconnect
   curve::ClientKeys curve;  // CURVE keys (docs/security.md); empty: off
@@ -121,6 +123,8 @@ class Worker {
   std::unique_ptr<ModelRepository> repository_;
   std::vector<ModelKey> startup_;
   ModelLifecycle lifecycle_;
+  // Shared by every runner (and kept alive by them while they drain).
+  std::shared_ptr<TokenizerPool> tokenizers_;
   std::map<ModelKey, std::unique_ptr<ModelRunner>> runners_;  // serving and draining versions
   // A finished load, until the lifecycle says to serve (or drop) it.
   struct LoadedVersion {

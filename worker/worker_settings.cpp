@@ -81,6 +81,12 @@ const settings::Table<WorkerConfig>& WorkerSettings() {
         .Doc(
             "Texts in flight on this worker; each of N live routers may send capacity / N.\n"
             "Keep it at most max-queue, so that a model's queue can hold all of it.");
+    t.Int(
+         "tokenizer-threads", "threads tokenizing for every model (0: one per core)",
+         [](auto& c) -> auto& { return c.worker.tokenizer_threads; }, 0, 1024)
+        .Doc(
+            "Threads that tokenize the texts of every model, beside each model's scheduler\n"
+            "thread; 0: one per core (as TEI).");
     t.Real(
          "weight", "relative speed, for weighted balancing",
          [](auto& c) -> auto& { return c.worker.weight; }, 1e-6, 1e6)
