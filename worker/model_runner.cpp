@@ -19,8 +19,9 @@ ModelRunner::ModelRunner(std::string worker_id, protocol::ModelInfo info,
       batcher_(std::move(options.batcher)) {
   scheduler_ =
       std::thread([this, &context, results_endpoint] { ScheduleLoop(context, results_endpoint); });
-  inference_ =
-      std::thread([this, &context, results_endpoint] { InferLoop(context, results_endpoint); });
+  inference_ = std::thread([this] { InferLoop(); });
+  replier_ =
+      std::thread([this, &context, results_endpoint] { ReplyLoop(context, results_endpoint); });
 }
 
 ModelRunner::~ModelRunner() {
@@ -32,6 +33,7 @@ ModelRunner::~ModelRunner() {
   infer_cv_.notify_all();
   scheduler_.join();
   inference_.join();
+  replier_.join();
 }
 
 void ModelRunner::Submit(Job job) {
@@ -168,15 +170,12 @@ void ModelRunner::ScheduleLoop(zmq::context_t& context, const std::string& endpo
   infer_cv_.notify_all();
 }
 
-void ModelRunner::InferLoop(zmq::context_t& context, const std::string& endpoint) {
-  zmq::socket_t results(context, zmq::socket_type::push);
-  results.set(zmq::sockopt::linger, 0);
-  results.connect(endpoint);
+void ModelRunner::InferLoop() {
   std::vector<Outcome> done;
   std::unique_lock lock(mu_);
   for (;;) {
     infer_cv_.wait(lock, [this] { return ready_.has_value() || scheduler_done_; });
-    if (!ready_) return;
+    if (!ready_) break;
     std::vector<BatchItem> batch = std::move(*ready_);
     ready_.reset();
     busy_ = true;
@@ -184,10 +183,31 @@ void ModelRunner::InferLoop(zmq::context_t& context, const std::string& endpoint
     busy_ = false;
     schedule_cv_.notify_one();  // idle: the scheduler may form the next batch
     if (!done.empty()) {
-      lock.unlock();
-      Send(results, done);
-      lock.lock();
+      // Encoding and sending is the reply thread's: the next batch need not wait for it.
+      for (Outcome& o : done) replies_.push_back(std::move(o));
+      done.clear();
+      reply_cv_.notify_one();
     }
+  }
+  inference_done_ = true;
+  reply_cv_.notify_one();
+}
+
+void ModelRunner::ReplyLoop(zmq::context_t& context, const std::string& endpoint) {
+  zmq::socket_t results(context, zmq::socket_type::push);
+  results.set(zmq::sockopt::linger, 0);
+  results.connect(endpoint);
+  std::vector<Outcome> outcomes;
+  std::unique_lock lock(mu_);
+  for (;;) {
+    reply_cv_.wait(lock, [this] { return !replies_.empty() || inference_done_; });
+    if (replies_.empty()) return;  // the inference thread is gone and nothing is left
+    outcomes.assign(std::make_move_iterator(replies_.begin()),
+                    std::make_move_iterator(replies_.end()));
+    replies_.clear();
+    lock.unlock();
+    Send(results, outcomes);
+    lock.lock();
   }
 }
 

@@ -1,10 +1,12 @@
-// Runs one model version: intake, dynamic batching and inference on two
+// Runs one model version: intake, dynamic batching, inference and replies on three
 // threads of its own, so the worker's socket thread never blocks.
 //
-//   socket thread --Submit--> scheduler thread: tokenizes, queues texts in
-//                             the Batcher, drops expired ones, forms batches
+//   socket thread --Submit--> scheduler thread: tokenizes (on the worker's
+//                             TokenizerPool), queues texts in the Batcher,
+//                             drops expired ones, forms batches
 //                             --one-slot hand-off--> inference thread: runs
 //                             the backend, assembles each request's vectors
+//                             --queue--> reply thread: encodes and sends them
 //
 // A request's texts may run in different batches; its reply goes out when the
 // last one is done, in input order. Every submitted request gets exactly one
@@ -87,7 +89,10 @@ class ModelRunner {
   };
 
   void ScheduleLoop(zmq::context_t& context, const std::string& endpoint);
-  void InferLoop(zmq::context_t& context, const std::string& endpoint);
+  void InferLoop();
+  // Encodes and sends what the inference thread finished, so that it goes on to the next
+  // batch at once.
+  void ReplyLoop(zmq::context_t& context, const std::string& endpoint);
   // Tokenizes a job outside the lock; an error becomes an Outcome.
   std::optional<Outcome> Admit(Job& job, Request* request);
   // Runs one batch; called with `lock` held, releases it around inference.
@@ -106,6 +111,7 @@ class ModelRunner {
   std::mutex mu_;
   std::condition_variable schedule_cv_;                  // intake, model idle, stop
   std::condition_variable infer_cv_;                     // a batch is ready, stop
+  std::condition_variable reply_cv_;                     // replies_ gained some, or the end
   std::deque<Job> intake_;                               // guarded by mu_
   Batcher batcher_;                                      // guarded by mu_
   std::unordered_map<std::uint64_t, Request> requests_;  // guarded by mu_
@@ -114,8 +120,11 @@ class ModelRunner {
   bool busy_ = false;                                    // guarded by mu_
   bool stop_ = false;                                    // guarded by mu_
   bool scheduler_done_ = false;                          // guarded by mu_
+  std::deque<Outcome> replies_;  // the inference thread's finished requests; guarded by mu_
+  bool inference_done_ = false;  // guarded by mu_
   std::thread scheduler_;
   std::thread inference_;
+  std::thread replier_;
 };
 
 }  // namespace ember::worker
