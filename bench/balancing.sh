@@ -84,7 +84,7 @@ EOF
     slow=1
     [[ $i == 3 ]] && slow="$SLOWDOWN"
     "$WORKER_BIN" --router "ipc://$dir/backend" --id "w$i" --device cpu --threads 1 \
-      --max-batch-size "$MAX_BATCH" --slowdown "$slow" --model "tiny=$MODEL" \
+      --max-batch-size "$MAX_BATCH" --slowdown "$slow" --model "tiny=$MODEL" --capacity 256 \
       --log-level warn > "$dir/w$i.log" 2>&1 &
     PIDS+=($!)
   done
