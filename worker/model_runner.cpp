@@ -17,8 +17,7 @@ ModelRunner::ModelRunner(std::string worker_id, protocol::ModelInfo info,
       slowdown_(std::max(options.slowdown, 1.0)),
       tokenizers_(std::move(options.tokenizers)),
       batcher_(std::move(options.batcher)) {
-  scheduler_ =
-      std::thread([this, &context, results_endpoint] { ScheduleLoop(context, results_endpoint); });
+  scheduler_ = std::thread([this] { ScheduleLoop(); });
   inference_ = std::thread([this] { InferLoop(); });
   replier_ =
       std::thread([this, &context, results_endpoint] { ReplyLoop(context, results_endpoint); });
@@ -77,10 +76,14 @@ void ModelRunner::Fail(std::uint64_t request_id, ErrorCode code, const std::stri
   done->push_back(Outcome{request_id, code, message, {}});
 }
 
-void ModelRunner::ScheduleLoop(zmq::context_t& context, const std::string& endpoint) {
-  zmq::socket_t results(context, zmq::socket_type::push);
-  results.set(zmq::sockopt::linger, 0);
-  results.connect(endpoint);
+void ModelRunner::HandOver(std::vector<Outcome>& done) {
+  if (done.empty()) return;
+  for (Outcome& o : done) replies_.push_back(std::move(o));
+  done.clear();
+  reply_cv_.notify_one();
+}
+
+void ModelRunner::ScheduleLoop() {
   std::vector<Outcome> done;
   std::unique_lock lock(mu_);
   for (;;) {
@@ -157,12 +160,7 @@ void ModelRunner::ScheduleLoop(zmq::context_t& context, const std::string& endpo
       }
       if (ready_) infer_cv_.notify_one();
     }
-    if (!done.empty()) {
-      lock.unlock();
-      Send(results, done);
-      lock.lock();
-      continue;
-    }
+    HandOver(done);
     if (stop_ && intake_.empty() && batcher_.size() == 0 && !ready_ && !busy_) break;
     if (intake_.empty()) schedule_cv_.wait_until(lock, wake);
   }
@@ -182,12 +180,7 @@ void ModelRunner::InferLoop() {
     RunBatch(std::move(batch), lock, &done);
     busy_ = false;
     schedule_cv_.notify_one();  // idle: the scheduler may form the next batch
-    if (!done.empty()) {
-      // Encoding and sending is the reply thread's: the next batch need not wait for it.
-      for (Outcome& o : done) replies_.push_back(std::move(o));
-      done.clear();
-      reply_cv_.notify_one();
-    }
+    HandOver(done);  // encoding and sending is the reply thread's: the next batch goes on
   }
   inference_done_ = true;
   reply_cv_.notify_one();

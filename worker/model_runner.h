@@ -6,7 +6,8 @@
 //                             drops expired ones, forms batches
 //                             --one-slot hand-off--> inference thread: runs
 //                             the backend, assembles each request's vectors
-//                             --queue--> reply thread: encodes and sends them
+//                             --queue--> reply thread: encodes and sends them,
+//                             and the scheduler's refusals and timeouts
 //
 // A request's texts may run in different batches; its reply goes out when the
 // last one is done, in input order. Every submitted request gets exactly one
@@ -88,11 +89,13 @@ class ModelRunner {
     Request request;
   };
 
-  void ScheduleLoop(zmq::context_t& context, const std::string& endpoint);
+  void ScheduleLoop();
   void InferLoop();
-  // Encodes and sends what the inference thread finished, so that it goes on to the next
-  // batch at once.
+  // Encodes and sends every finished request (the scheduler's refusals and timeouts, the
+  // inference thread's results), so that neither waits on the results socket.
   void ReplyLoop(zmq::context_t& context, const std::string& endpoint);
+  // Moves `done` to the reply thread's queue. Requires mu_.
+  void HandOver(std::vector<Outcome>& done);
   // Tokenizes a job outside the lock; an error becomes an Outcome.
   std::optional<Outcome> Admit(Job& job, Request* request);
   // Runs one batch; called with `lock` held, releases it around inference.
@@ -120,7 +123,7 @@ class ModelRunner {
   bool busy_ = false;                                    // guarded by mu_
   bool stop_ = false;                                    // guarded by mu_
   bool scheduler_done_ = false;                          // guarded by mu_
-  std::deque<Outcome> replies_;  // the inference thread's finished requests; guarded by mu_
+  std::deque<Outcome> replies_;  // finished requests for the reply thread; guarded by mu_
   bool inference_done_ = false;  // guarded by mu_
   std::thread scheduler_;
   std::thread inference_;
