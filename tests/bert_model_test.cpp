@@ -31,6 +31,7 @@
 #include "engine/bert/bert_backend.h"
 #include "engine/bert/cpu/packed_dense.h"
 #include "engine/bert/safetensors.h"
+#include "tests/cuda_required.h"
 
 namespace ember::engine {
 namespace {
@@ -349,7 +350,7 @@ TEST(BertModelOptions, CudaDeviceRunsOrFailsClearly) {
     model = BertModel::Load(TestDataDir() / "minilm", opt);
   } catch (const std::runtime_error& e) {
     // scripts/gpu-check.sh sets EMBER_REQUIRE_CUDA: on a GPU machine a clear refusal is a failure.
-    if (const char* required = std::getenv("EMBER_REQUIRE_CUDA"); required && *required) {
+    if (ember::testing::CudaRequired()) {
       ADD_FAILURE() << "cuda:0 was required but the load failed: " << e.what();
     }
     EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();

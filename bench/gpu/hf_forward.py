@@ -8,7 +8,6 @@ mean (or CLS) pooling and L2 normalisation on the GPU, and the vectors copied to
 ember returns them. Timed pass after pass (after one warm-up pass) until --min-seconds; prints one line and
 writes JSON. Also:
   --vectors FILE    the first --vector-count texts' vectors (file order), float32 raw
-  --compare FILE    ember's vectors of the same texts: min cosine and max abs diff vs these
   --peak            only measure the card's dense bf16 matmul rate (8192^3), for the roofline
 """
 import argparse
@@ -55,7 +54,6 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--vectors")
     ap.add_argument("--vector-count", type=int, default=256)
-    ap.add_argument("--compare", nargs="*", default=[])
     ap.add_argument("--peak", action="store_true")
     ap.add_argument("--device", default="cuda", help="cpu: a dry run of this script")
     args = ap.parse_args()
@@ -134,17 +132,6 @@ def main():
            "first_pass_s": warm, "torch": torch.__version__}
     if args.vectors:
         first.tofile(args.vectors)
-    agreement = {}
-    for other in args.compare:
-        theirs = np.fromfile(other, dtype=np.float32).reshape(-1, first.shape[1])
-        n = min(len(theirs), len(first))
-        a, b = first[:n].astype(np.float64), theirs[:n].astype(np.float64)
-        cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-        agreement[os.path.basename(other)] = {"texts": n, "min_cosine": float(cos.min()),
-                                              "max_abs_diff": float(np.abs(a - b).max())}
-        print(f"  {os.path.basename(other)} vs HF {args.dtype}: min cosine {cos.min():.7f}, "
-              f"max abs diff {np.abs(a - b).max():.2e} over {n} texts")
-    out["agreement"] = agreement
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2)
