@@ -101,13 +101,13 @@ for c in "${cases[@]}"; do
     --dtype "$dtype" --min-seconds "$seconds" --json "$out/$name-hf-$dtype.json" \
     --vectors "$out/$name-hf-$dtype.f32"
 done
-# The warp LayerNorm kernels (opt-in until they pass on a GPU; cuda_kernels_test runs them first).
+# The block LayerNorm kernels, beside the default warp ones.
 for c in "minilm|minilm-l6-random|passages" "bge-large|bge-large-random|mix"; do
   IFS='|' read -r name dir ids <<< "$c"
   [[ "$quick" == 1 && "$name" != minilm ]] && continue
-  run "$name ember fp16 warp" "$bench" --model "$models/$dir" --ids "$out/ids-$ids.json" \
-    --precision fp16 --min-seconds "$seconds" --layernorm warp \
-    --json "$out/$name-ember-fp16-warp.json" --vectors "$out/$name-ember-fp16-warp.f32"
+  run "$name ember fp16 block" "$bench" --model "$models/$dir" --ids "$out/ids-$ids.json" \
+    --precision fp16 --min-seconds "$seconds" --layernorm block \
+    --json "$out/$name-ember-fp16-block.json" --vectors "$out/$name-ember-fp16-block.f32"
 done
 # Texts per call: where per-call costs (launches, the copy back, the wait) show.
 for n in 64 2048; do

@@ -321,12 +321,12 @@ TEST(BertModelOptions, InvalidDevice) {
 
 // config.toml's encoder and cuda-layernorm keys reach BertOptions; bad values name the key.
 TEST(BertParams, EncoderAndCudaLayerNorm) {
-  BertLoad load = ParseBertParams({{"encoder", "aten"}, {"cuda-layernorm", "warp"}}, "cpu", 1);
+  BertLoad load = ParseBertParams({{"encoder", "aten"}, {"cuda-layernorm", "block"}}, "cpu", 1);
   EXPECT_FALSE(load.model.fused);
-  EXPECT_TRUE(load.model.cuda_warp_layernorm);
+  EXPECT_FALSE(load.model.cuda_warp_layernorm);
   load = ParseBertParams({}, "cuda:0", 0);
   EXPECT_TRUE(load.model.fused);
-  EXPECT_FALSE(load.model.cuda_warp_layernorm);
+  EXPECT_TRUE(load.model.cuda_warp_layernorm) << "warp is the default";
   for (const auto& [key, value] : {std::pair{"encoder", "fast"}, {"cuda-layernorm", "row"}}) {
     try {
       ParseBertParams({{key, value}}, "cpu", 1);

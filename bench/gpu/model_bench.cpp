@@ -30,7 +30,7 @@ namespace ew = ember::engine;
 int Run(int argc, char** argv) {
   CLI::App app{"ember-gpu-model-bench: BertModel::Embed on a GPU over a file of token ids"};
   std::string model_dir, ids_file, precision_name = "fp16", encoder = "fused", device = "cuda:0";
-  std::string json_out, vectors_out, layernorm = "block";
+  std::string json_out, vectors_out, layernorm = "warp";
   size_t batch_texts = 512, vector_count = 256;
   double min_seconds = 3.0;
   app.add_option("--model", model_dir, "model folder")->required();

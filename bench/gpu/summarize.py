@@ -53,11 +53,11 @@ def main():
         lengths = [len(s) for s in idsj["ids"]]
         fpp = flops_per_pass(config, lengths)
         dim = config["hidden_size"]
-        for dtype in ("fp32", "fp16", "bf16", "fp16-warp"):
+        for dtype in ("fp32", "fp16", "bf16", "fp16-block"):
             e = load(os.path.join(out, f"{name}-ember-{dtype}.json"))
             if not e:
                 continue
-            base = dtype.split("-")[0]  # fp16-warp: ember's warp LayerNorm vs HF fp16
+            base = dtype.split("-")[0]  # fp16-block: ember's block LayerNorm vs HF fp16
             hf = load(os.path.join(out, f"{name}-hf-{base}.json")) or {}
             at = load(os.path.join(out, f"{name}-aten-{dtype}.json")) or {}
             hc = load(os.path.join(out, f"{name}-hfcompiled-{dtype}.json")) or {}

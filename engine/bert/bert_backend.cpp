@@ -97,9 +97,9 @@ BertLoad ParseBertParams(BackendParams params, std::string device, int threads) 
     }
   }
   if (const auto layout = params.TakeString("cuda-layernorm")) {
-    if (*layout == "warp") {
-      load.model.cuda_warp_layernorm = true;
-    } else if (*layout != "block") {
+    if (*layout == "block") {
+      load.model.cuda_warp_layernorm = false;
+    } else if (*layout != "warp") {
       throw Error(ErrorCode::kBadRequest,
                   "cuda-layernorm = \"" + *layout + "\": expected block or warp");
     }

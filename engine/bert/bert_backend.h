@@ -28,8 +28,7 @@ struct BertLoad {
 //   lowercase = "per-character" | "per-word"
 //   encoder = "fused" | "aten"             the device's packed encoder (default) or the ATen
 //                                          forward (BertOptions::fused)
-//   cuda-layernorm = "block" | "warp"      BertOptions::cuda_warp_layernorm (warp: not yet run
-//                                          on a GPU)
+//   cuda-layernorm = "warp" | "block"      BertOptions::cuda_warp_layernorm (warp: default)
 // Throws ember::Error (BAD_REQUEST) for a bad value or an unknown key.
 inline constexpr char kBertParams[] =
     "pooling, normalize, max-length, precision, lowercase, encoder, cuda-layernorm";

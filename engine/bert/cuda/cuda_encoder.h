@@ -34,7 +34,7 @@ struct CudaEncoderWeights {
   int64_t hidden = 0, heads = 0, intermediate = 0;
   float eps = 1e-12f;
   Activation act = Activation::kGeluErf;
-  cuda::RowLayout layernorm = cuda::RowLayout::kBlock;          // cuda_kernels.h
+  cuda::RowLayout layernorm = cuda::RowLayout::kWarp;           // cuda_kernels.h
   at::Tensor word_emb, pos_emb, type_emb0, emb_ln_w, emb_ln_b;  // type_emb0: token type 0
   struct Layer {
     at::Tensor qkv_w, qkv_b;  // [3H, H], [3H]: query rows pre-scaled by 1/sqrt(head_dim)
