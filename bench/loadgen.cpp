@@ -4,6 +4,11 @@
 //
 //   closed loop:  ember-loadgen --router ipc:///tmp/x/frontend --model tiny --concurrency 8
 //   open loop:    ember-loadgen --router ... --model tiny --qps 500 --duration-s 20
+//   HTTP:         ember-loadgen --http http://127.0.0.1:8080 --model tiny --concurrency 64
+//
+// HTTP: the gateway's OpenAI API (POST /v1/embeddings, base64 vectors as the official
+// `openai` client asks for them), closed loop, one keep-alive connection per client thread
+// and one request in flight on each (HTTP/1.1 has no pipelining).
 //
 // Closed loop: `concurrency` client threads, each with its own DEALER socket and
 // `window` requests in flight; latency runs from the send.
@@ -19,6 +24,8 @@
 // count. Each of them ends as exactly one of: reply, typed error, or missing
 // (no answer within timeout + 1 s after the window closed). The run always
 // ends by warmup + duration + timeout + 1 s (plus thread start/stop).
+#include <httplib.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
@@ -108,6 +115,7 @@ const std::vector<std::string> kBuiltinTexts = {
 
 struct Config {
   std::string router;
+  std::string http;  // the gateway's base URL: HTTP mode
   std::string model;
   int texts_per_request = 1;
   double duration_s = 10;
@@ -308,6 +316,56 @@ Tally RunClosed(zmq::context_t& context, const Config& config,
   return c.Finish();
 }
 
+// Closed loop over HTTP: one keep-alive connection, one request in flight.
+Tally RunHttp(const Config& config, const std::vector<std::string>& texts, const Window& window,
+              int index) {
+  Tally tally;
+  httplib::Client client(config.http);
+  client.set_keep_alive(true);
+  // httplib writes a request's headers and body apart: without TCP_NODELAY, Nagle holds the
+  // body until the gateway's delayed ACK (~40 ms) and every request waits for it.
+  client.set_tcp_nodelay(true);
+  const auto timeout = std::chrono::milliseconds(config.timeout_ms) + 1s;
+  client.set_read_timeout(timeout);
+  client.set_write_timeout(timeout);
+  std::mt19937_64 rng(config.seed * 1'000'003 + static_cast<std::uint64_t>(index));
+  std::uniform_int_distribution<std::size_t> pick(0, texts.size() - 1);
+  while (Clock::now() < window.end) {
+    nlohmann::json inputs = nlohmann::json::array();
+    for (int i = 0; i < config.texts_per_request; ++i) inputs.push_back(texts[pick(rng)]);
+    const std::string body =
+        nlohmann::json{{"model", config.model}, {"input", inputs}, {"encoding_format", "base64"}}
+            .dump();
+    const auto start = Clock::now();
+    const bool measured = start >= window.begin;
+    if (measured) {
+      ++tally.sent;
+    } else {
+      ++tally.warmup_sent;
+    }
+    const auto result = client.Post("/v1/embeddings", body, "application/json");
+    if (!measured) continue;
+    if (!result) {
+      ++tally.errors["HTTP_" + httplib::to_string(result.error())];
+      continue;
+    }
+    if (result->status != 200) {
+      ++tally.errors["HTTP_" + std::to_string(result->status)];
+      continue;
+    }
+    const auto reply = nlohmann::json::parse(result->body, nullptr, /*allow_exceptions=*/false);
+    if (reply.is_discarded() || !reply.contains("data") ||
+        reply["data"].size() != static_cast<std::size_t>(config.texts_per_request)) {
+      ++tally.errors["BAD_REPLY"];
+      continue;
+    }
+    ++tally.replies;
+    tally.texts += static_cast<std::uint64_t>(config.texts_per_request);
+    tally.latency_ms.push_back(Ms(Clock::now() - start));
+  }
+  return tally;
+}
+
 // Open loop: Poisson arrivals of rate `qps`, sent on schedule.
 Tally RunOpen(zmq::context_t& context, const Config& config, const std::vector<std::string>& texts,
               Clock::time_point t0, const Window& window, int index, double qps) {
@@ -490,6 +548,8 @@ int main(int argc, char** argv) {
   app.add_flag("--dump-texts", dump_texts,
                "print the built-in texts, one per line, and exit (to feed other benches)");
   auto* router = app.add_option("--router", config.router, "router frontend endpoint");
+  auto* http = app.add_option("--http", config.http,
+                              "the HTTP gateway's base URL instead (OpenAI API, closed loop)");
   auto* model = app.add_option("--model", config.model, "model name");
   app.add_option("--texts-per-request", config.texts_per_request, "texts in each request")
       ->check(CLI::Range(1, 65'536))
@@ -536,10 +596,16 @@ int main(int argc, char** argv) {
     for (const auto& t : kBuiltinTexts) std::cout << t << "\n";
     return 0;
   }
-  if (!router->count() || !model->count()) {
-    std::cerr << "ember-loadgen: --router and --model are required\n";
+  if ((!router->count() && !http->count()) || !model->count()) {
+    std::cerr << "ember-loadgen: --router (or --http) and --model are required\n";
     return 2;
   }
+  if (http->count() && config.qps > 0) {
+    std::cerr << "ember-loadgen: --http runs closed loop only (no --qps)\n";
+    return 2;
+  }
+  if (http->count()) config.window = 1;  // HTTP/1.1: one request in flight per connection
+  if (!router->count()) config.router_status = false;
 
   std::vector<std::string> texts;
   try {
@@ -566,8 +632,9 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, i] {
       if (!open_loop) std::this_thread::sleep_until(t0);
       tallies[static_cast<std::size_t>(i)] =
-          open_loop ? RunOpen(context, config, texts, t0, window, i, config.qps / threads_n)
-                    : RunClosed(context, config, texts, window, i);
+          !config.http.empty() ? RunHttp(config, texts, window, i)
+          : open_loop ? RunOpen(context, config, texts, t0, window, i, config.qps / threads_n)
+                      : RunClosed(context, config, texts, window, i);
     });
   }
   for (auto& t : threads) t.join();
@@ -579,6 +646,7 @@ int main(int argc, char** argv) {
 
   nlohmann::json report;
   nlohmann::json cfg = {{"router", config.router},
+                        {"http", config.http},
                         {"model", config.model},
                         {"mode", open_loop ? "open loop (Poisson)" : "closed loop"},
                         {"texts_per_request", config.texts_per_request},

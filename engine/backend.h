@@ -33,14 +33,19 @@ class Backend {
   // backend that packs them, false). The batcher budgets tokens accordingly.
   virtual bool pads() const { return true; }
 
+  // How many batches the core should keep in flight at once (Embed called from that many
+  // threads): 1 where one batch fills the device (a CPU); 2 on a GPU, where a batch's host
+  // work and copies overlap the other's compute. The worker's `batches-in-flight` overrides.
+  virtual int batches_in_flight() const { return 1; }
+
   // Token ids of one text, ready for Embed. `truncate` false makes an
   // over-long text an error. Throws ember::Error (BAD_REQUEST, TOO_LONG).
   // Thread-safe, and may run while another thread is in Embed.
   virtual std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const = 0;
 
   // Embeds sequences from Tokenize, packed by the core into one batch (token_batch.h): row-major
-  // float32 [batch.size() x dim()], pooled and normalised as engine/pooling.h says. Called from
-  // one thread at a time.
+  // float32 [batch.size() x dim()], pooled and normalised as engine/pooling.h says. Thread-safe:
+  // the worker calls it from as many threads at once as it keeps batches in flight.
   virtual std::vector<float> Embed(const TokenBatch& batch) = 0;
 };
 

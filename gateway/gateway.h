@@ -31,8 +31,11 @@ struct GatewayOptions {
   int port = 8080;  // 0: any free port (Bind() says which)
   // Router frontends; with several, each request fails over to the next (client/client.h).
   std::vector<std::string> routers = {"tcp://127.0.0.1:5555"};
-  int threads = 8;                            // HTTP handler threads = requests handled at once
-  std::chrono::milliseconds timeout{30'000};  // per request, as the router enforces it
+  // HTTP handler threads = requests handled at once (a keep-alive connection holds one while it
+  // lasts). Enough for the router to form GPU-sized batches from one-text requests (issue 24:
+  // 8 let an OpenAI-API user put 8 texts in flight); idle threads cost only their stacks.
+  int threads = 256;
+  std::chrono::milliseconds timeout{30'000};        // per request, as the router enforces it
   std::chrono::milliseconds health_timeout{2'000};  // for GET /health
   int attempts = 0;  // ember::EmbedOptions::attempts (0: one per router)
   std::size_t max_body_bytes = std::size_t{16} << 20;  // larger bodies get 413

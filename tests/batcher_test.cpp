@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+#include <set>
+
 #include "worker/model_repository.h"
 
 namespace ember::worker {
@@ -158,6 +162,101 @@ TEST_F(BatcherTest, RemoveDropsEveryTextOfARequest) {
   ASSERT_TRUE(b.Add({Item(2, 5)}));
   EXPECT_EQ(b.Remove(1), 2u);
   EXPECT_EQ(b.size(), 1u);
+}
+
+TEST_F(BatcherTest, FullByTextsOrByTokens) {
+  Batcher texts(Options({.size = 3}));
+  ASSERT_TRUE(texts.Add({Item(1, 5), Item(2, 5)}));
+  EXPECT_FALSE(texts.Full());
+  ASSERT_TRUE(texts.Add({Item(3, 5)}));
+  EXPECT_TRUE(texts.Full());
+  Batcher tokens(Options({.tokens = 100}));
+  ASSERT_TRUE(tokens.Add({Item(1, 10), Item(2, 40)}));
+  EXPECT_FALSE(tokens.Full()) << "2 x 40 padded tokens of 100";
+  ASSERT_TRUE(tokens.Add({Item(3, 20)}));
+  EXPECT_TRUE(tokens.Full()) << "3 x 40 padded tokens";
+}
+
+// The indexes behind the batcher (by arrival, length, deadline and request) agree under a
+// random mix of adds, batches, expiries and removals: every text leaves exactly once, each
+// batch holds the oldest text and keeps to its limits, and size() is what is left.
+TEST_F(BatcherTest, RandomMixLosesAndRepeatsNothing) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  Batcher b(Options({.size = 16, .delay = 1ms, .tokens = 600, .queue = 500}));
+  std::map<std::pair<std::uint64_t, std::uint32_t>, int> seen;  // (request, index) -> times out
+  std::set<std::pair<std::uint64_t, std::uint32_t>> queued;
+  auto leave = [&](const BatchItem& item) {
+    ++seen[{item.request, item.index}];
+    queued.erase({item.request, item.index});
+  };
+  Clock::time_point now = t0_;
+  std::uint64_t next_request = 1;
+  for (int step = 0; step < 5000; ++step) {
+    now += std::chrono::microseconds(rng() % 300);
+    switch (rng() % 5) {
+      case 0:
+      case 1: {  // a request of 1-8 texts, some with deadlines
+        const std::uint64_t request = next_request++;
+        const auto texts = 1 + rng() % 8;
+        const auto ttl =
+            rng() % 3 == 0 ? std::chrono::microseconds(rng() % 5000) : std::chrono::hours(1);
+        std::vector<BatchItem> items;
+        for (std::uint32_t i = 0; i < texts; ++i) {
+          items.push_back({request, i, 1 + rng() % 120, now, now + ttl});
+        }
+        if (b.Add(items)) {
+          for (const auto& item : items) queued.insert({item.request, item.index});
+        }
+        break;
+      }
+      case 2: {
+        Clock::time_point wake;
+        const std::optional<std::uint64_t> oldest =
+            queued.empty() ? std::nullopt : std::optional(queued.begin()->first);
+        if (auto batch = b.Next(now, &wake)) {
+          ASSERT_FALSE(batch->empty());
+          ASSERT_LE(batch->size(), 16u);
+          std::size_t longest = 0;
+          for (const auto& item : *batch) longest = std::max(longest, item.tokens);
+          if (batch->size() > 1) {
+            EXPECT_LE(batch->size() * longest, 600u);
+          }
+          // Request ids grow with arrival, so the oldest text's request is the smallest queued.
+          EXPECT_EQ(batch->front().request, *oldest) << "the oldest text is in the batch";
+          for (const auto& item : *batch) leave(item);
+        }
+        break;
+      }
+      case 3:
+        for (const auto& item : b.TakeExpired(now)) {
+          EXPECT_LE(item.deadline, now);
+          leave(item);
+        }
+        break;
+      case 4:
+        if (!queued.empty()) {
+          const std::uint64_t request = queued.begin()->first + rng() % 4;
+          std::size_t expected = 0;
+          for (auto it = queued.lower_bound({request, 0});
+               it != queued.end() && it->first == request;) {
+            ++seen[*it];
+            it = queued.erase(it);
+            ++expected;
+          }
+          EXPECT_EQ(b.Remove(request), expected);
+        }
+        break;
+    }
+    ASSERT_EQ(b.size(), queued.size()) << "at step " << step;
+  }
+  for (const auto& item : b.Take()) leave(item);
+  while (b.size() > 0) {
+    for (const auto& item : b.Take()) leave(item);
+  }
+  EXPECT_TRUE(queued.empty());
+  for (const auto& [text, times] : seen) ASSERT_EQ(times, 1) << "request " << text.first;
 }
 
 // max-batch-size and max-batch-tokens 0 pick by device; on a GPU nothing but the token

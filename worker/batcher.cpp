@@ -1,7 +1,7 @@
 #include "worker/batcher.h"
 
 #include <algorithm>
-#include <numeric>
+#include <iterator>
 
 namespace ember::worker {
 
@@ -13,31 +13,68 @@ Batcher::Batcher(BatcherOptions options) : options_(std::move(options)) {
 
 bool Batcher::Add(const std::vector<BatchItem>& items) {
   if (queue_.size() + items.size() > options_.max_queue) return false;
-  queue_.insert(queue_.end(), items.begin(), items.end());
+  if (items.empty()) return true;
+  for (const BatchItem& item : items) {
+    const Seq seq = next_seq_++;
+    auto deadline = item.deadline == Clock::time_point::max()
+                        ? by_deadline_.end()
+                        : by_deadline_.emplace(item.deadline, seq);
+    queue_.emplace_hint(queue_.end(), seq, Queued{item, deadline});
+    by_length_.emplace(item.tokens, seq);
+    queued_tokens_ += item.tokens;
+    // A request's items come in one Add, so they extend its last span.
+    auto& spans = by_request_[item.request];
+    if (!spans.empty() && spans.back().first + spans.back().count == seq) {
+      ++spans.back().count;
+      ++spans.back().live;
+    } else {
+      spans.push_back({seq, 1, 1});
+    }
+  }
   return true;
+}
+
+void Batcher::Erase(std::map<Seq, Queued>::iterator it) {
+  const BatchItem& item = it->second.item;
+  by_length_.erase({item.tokens, it->first});
+  if (it->second.deadline != by_deadline_.end()) by_deadline_.erase(it->second.deadline);
+  queued_tokens_ -= item.tokens;
+  auto request = by_request_.find(item.request);
+  if (request != by_request_.end()) {
+    auto& spans = request->second;
+    for (auto span = spans.begin(); span != spans.end(); ++span) {
+      if (it->first >= span->first && it->first < span->first + span->count) {
+        if (--span->live == 0) spans.erase(span);
+        break;
+      }
+    }
+    if (spans.empty()) by_request_.erase(request);
+  }
+  queue_.erase(it);
+}
+
+bool Batcher::Full() const {
+  if (queue_.empty()) return false;
+  if (queue_.size() >= options_.max_batch_size) return true;
+  return Cost(queue_.size(), by_length_.rbegin()->first, queued_tokens_) >=
+         options_.max_batch_tokens;
 }
 
 bool Batcher::ShouldLeave(Clock::time_point now) const {
   if (queue_.empty()) return false;
-  if (now - queue_.front().enqueued >= options_.max_queue_delay) return true;
-  if (queue_.size() >= options_.max_batch_size) return true;
-  for (std::size_t preferred : options_.preferred_batch_sizes) {
-    if (preferred <= queue_.size()) return true;
+  if (now - queue_.begin()->second.item.enqueued >= options_.max_queue_delay) return true;
+  if (!options_.preferred_batch_sizes.empty() &&
+      options_.preferred_batch_sizes.front() <= queue_.size()) {
+    return true;
   }
-  // Full by tokens: everything waiting already fills the budget.
-  std::size_t longest = 0, sum = 0;
-  for (const auto& item : queue_) {
-    longest = std::max(longest, item.tokens);
-    sum += item.tokens;
-  }
-  return Cost(queue_.size(), longest, sum) >= options_.max_batch_tokens;
+  return Full();
 }
 
 std::optional<std::vector<BatchItem>> Batcher::Next(Clock::time_point now,
                                                     Clock::time_point* wake) {
   if (ShouldLeave(now)) return Take();
   *wake = queue_.empty() ? Clock::time_point::max()
-                         : queue_.front().enqueued + options_.max_queue_delay;
+                         : queue_.begin()->second.item.enqueued + options_.max_queue_delay;
   return std::nullopt;
 }
 
@@ -55,73 +92,82 @@ std::vector<BatchItem> Batcher::Take() {
       }
     }
   }
-  // Queue positions sorted by length; grow a window around the oldest item
-  // (position 0), each step taking the neighbour closest in length.
-  std::vector<std::size_t> order(queue_.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
-    return queue_[a].tokens < queue_[b].tokens;
-  });
-  const std::size_t pivot =
-      static_cast<std::size_t>(std::find(order.begin(), order.end(), 0) - order.begin());
-  std::size_t lo = pivot, hi = pivot + 1;  // window [lo, hi) in `order`
-  std::size_t longest = queue_[0].tokens, sum = queue_[0].tokens;
-  const std::size_t anchor = queue_[0].tokens;
-  while (hi - lo < limit) {
-    const bool can_lo = lo > 0;
-    const bool can_hi = hi < order.size();
+  // Grow a window [lo, hi) of the length index around the oldest text (the first of its
+  // length, since it is the oldest), each step taking the neighbour closest in length.
+  const auto& [oldest, first] = *queue_.begin();
+  const std::size_t anchor = first.item.tokens;
+  auto lo = by_length_.find({anchor, oldest});
+  auto hi = std::next(lo);
+  std::size_t count = 1, longest = anchor, sum = anchor;
+  while (count < limit) {
+    const bool can_lo = lo != by_length_.begin();
+    const bool can_hi = hi != by_length_.end();
     if (!can_lo && !can_hi) break;
-    const std::size_t lo_gap = can_lo ? anchor - queue_[order[lo - 1]].tokens : SIZE_MAX;
-    const std::size_t hi_gap = can_hi ? queue_[order[hi]].tokens - anchor : SIZE_MAX;
+    const std::size_t lower = can_lo ? std::prev(lo)->first : 0;
+    const std::size_t lo_gap = can_lo ? anchor - lower : SIZE_MAX;
+    const std::size_t hi_gap = can_hi ? hi->first - anchor : SIZE_MAX;
     const bool take_lo = lo_gap <= hi_gap;
-    const std::size_t next = take_lo ? order[lo - 1] : order[hi];
-    const std::size_t new_longest = std::max(longest, queue_[next].tokens);
-    if (Cost(hi - lo + 1, new_longest, sum + queue_[next].tokens) > options_.max_batch_tokens) {
+    const std::size_t tokens = take_lo ? lower : hi->first;
+    const std::size_t new_longest = std::max(longest, tokens);
+    if (Cost(count + 1, new_longest, sum + tokens) > options_.max_batch_tokens) {
       // A shorter neighbour may still fit where the longer one does not.
-      const std::size_t shorter = can_lo ? queue_[order[lo - 1]].tokens : 0;
       if (!take_lo && can_lo &&
-          Cost(hi - lo + 1, longest, sum + shorter) <= options_.max_batch_tokens) {
-        sum += shorter;
+          Cost(count + 1, longest, sum + lower) <= options_.max_batch_tokens) {
+        sum += lower;
         --lo;
+        ++count;
         continue;
       }
       break;
     }
     longest = new_longest;
-    sum += queue_[next].tokens;
+    sum += tokens;
     take_lo ? --lo : ++hi;
+    ++count;
   }
-  std::vector<std::size_t> chosen(order.begin() + static_cast<std::ptrdiff_t>(lo),
-                                  order.begin() + static_cast<std::ptrdiff_t>(hi));
-  std::sort(chosen.begin(), chosen.end());
+  std::vector<Seq> chosen;
+  chosen.reserve(count);
+  for (auto it = lo; it != hi; ++it) chosen.push_back(it->second);
+  std::sort(chosen.begin(), chosen.end());  // the batch in arrival order
   std::vector<BatchItem> batch;
   batch.reserve(chosen.size());
-  for (std::size_t i : chosen) batch.push_back(queue_[i]);
-  // Remove the chosen positions, keeping the rest in arrival order.
-  std::size_t next_chosen = 0, out = 0;
-  for (std::size_t i = 0; i < queue_.size(); ++i) {
-    if (next_chosen < chosen.size() && chosen[next_chosen] == i) {
-      ++next_chosen;
-      continue;
-    }
-    queue_[out++] = queue_[i];
+  for (Seq seq : chosen) {
+    auto it = queue_.find(seq);
+    batch.push_back(it->second.item);
+    Erase(it);
   }
-  queue_.resize(out);
   return batch;
 }
 
 std::vector<BatchItem> Batcher::TakeExpired(Clock::time_point now) {
+  std::vector<Seq> seqs;
+  for (auto it = by_deadline_.begin(); it != by_deadline_.end() && it->first <= now; ++it) {
+    seqs.push_back(it->second);
+  }
+  std::sort(seqs.begin(), seqs.end());
   std::vector<BatchItem> expired;
-  std::erase_if(queue_, [&](const BatchItem& item) {
-    if (item.deadline > now) return false;
-    expired.push_back(item);
-    return true;
-  });
+  expired.reserve(seqs.size());
+  for (Seq seq : seqs) {
+    auto it = queue_.find(seq);
+    expired.push_back(it->second.item);
+    Erase(it);
+  }
   return expired;
 }
 
 std::size_t Batcher::Remove(std::uint64_t request) {
-  return std::erase_if(queue_, [&](const BatchItem& item) { return item.request == request; });
+  auto found = by_request_.find(request);
+  if (found == by_request_.end()) return 0;
+  const std::vector<Span> spans = found->second;  // Erase edits the original
+  std::size_t removed = 0;
+  for (const Span& span : spans) {
+    for (auto it = queue_.lower_bound(span.first);
+         it != queue_.end() && it->first < span.first + span.count;) {
+      Erase(it++);
+      ++removed;
+    }
+  }
+  return removed;
 }
 
 }  // namespace ember::worker

@@ -5,6 +5,7 @@
 #include <zmq_addon.hpp>
 
 #include "common/protocol.h"
+#include "common/thread_name.h"
 
 namespace ember::worker {
 
@@ -16,11 +17,23 @@ ModelRunner::ModelRunner(std::string worker_id, protocol::ModelInfo info,
       backend_(std::move(backend)),
       slowdown_(std::max(options.slowdown, 1.0)),
       tokenizers_(std::move(options.tokenizers)),
-      batcher_(std::move(options.batcher)) {
-  scheduler_ = std::thread([this] { ScheduleLoop(); });
-  inference_ = std::thread([this] { InferLoop(); });
-  replier_ =
-      std::thread([this, &context, results_endpoint] { ReplyLoop(context, results_endpoint); });
+      batcher_(std::move(options.batcher)),
+      in_flight_limit_(std::max(options.batches_in_flight, 1)),
+      inference_threads_(in_flight_limit_) {
+  scheduler_ = std::thread([this] {
+    NameThisThread("ember-schedule");
+    ScheduleLoop();
+  });
+  for (int i = 0; i < in_flight_limit_; ++i) {
+    inference_.emplace_back([this] {
+      NameThisThread("ember-infer");
+      InferLoop();
+    });
+  }
+  replier_ = std::thread([this, &context, results_endpoint] {
+    NameThisThread("ember-reply");
+    ReplyLoop(context, results_endpoint);
+  });
 }
 
 ModelRunner::~ModelRunner() {
@@ -31,7 +44,7 @@ ModelRunner::~ModelRunner() {
   schedule_cv_.notify_all();
   infer_cv_.notify_all();
   scheduler_.join();
-  inference_.join();
+  for (std::thread& t : inference_) t.join();
   replier_.join();
 }
 
@@ -147,21 +160,22 @@ void ModelRunner::ScheduleLoop() {
     for (const BatchItem& item : batcher_.TakeExpired(now)) {
       Fail(item.request, ErrorCode::kTimeout, "deadline passed while queued in the worker", &done);
     }
-    // Form the next batch: by the batcher's rules while the model is idle;
-    // while it runs, only a full batch (waiting longer can only grow it).
+    // Form the next batch: by the batcher's rules while fewer than the limit run; at the
+    // limit, only a full batch (waiting longer can only grow it).
     Clock::time_point wake = Clock::time_point::max();
     if (!ready_) {
-      if (!busy_ && stop_) {
+      const bool slot_free = running_ < in_flight_limit_;
+      if (slot_free && stop_) {
         if (batcher_.size() > 0) ready_ = batcher_.Take();  // draining: no waiting
-      } else if (!busy_) {
+      } else if (slot_free) {
         ready_ = batcher_.Next(now, &wake);
-      } else if (batcher_.size() >= batcher_.options().max_batch_size) {
+      } else if (batcher_.Full()) {
         ready_ = batcher_.Take();
       }
       if (ready_) infer_cv_.notify_one();
     }
     HandOver(done);
-    if (stop_ && intake_.empty() && batcher_.size() == 0 && !ready_ && !busy_) break;
+    if (stop_ && intake_.empty() && batcher_.size() == 0 && !ready_ && running_ == 0) break;
     if (intake_.empty()) schedule_cv_.wait_until(lock, wake);
   }
   scheduler_done_ = true;
@@ -176,14 +190,14 @@ void ModelRunner::InferLoop() {
     if (!ready_) break;
     std::vector<BatchItem> batch = std::move(*ready_);
     ready_.reset();
-    busy_ = true;
+    ++running_;
+    schedule_cv_.notify_one();  // the slot is empty: the scheduler may fill it meanwhile
     RunBatch(std::move(batch), lock, &done);
-    busy_ = false;
-    schedule_cv_.notify_one();  // idle: the scheduler may form the next batch
+    --running_;
+    schedule_cv_.notify_one();  // a batch fewer runs: the scheduler may form the next
     HandOver(done);  // encoding and sending is the reply thread's: the next batch goes on
   }
-  inference_done_ = true;
-  reply_cv_.notify_one();
+  if (--inference_threads_ == 0) reply_cv_.notify_one();
 }
 
 void ModelRunner::ReplyLoop(zmq::context_t& context, const std::string& endpoint) {
@@ -193,8 +207,8 @@ void ModelRunner::ReplyLoop(zmq::context_t& context, const std::string& endpoint
   std::vector<Outcome> outcomes;
   std::unique_lock lock(mu_);
   for (;;) {
-    reply_cv_.wait(lock, [this] { return !replies_.empty() || inference_done_; });
-    if (replies_.empty()) return;  // the inference thread is gone and nothing is left
+    reply_cv_.wait(lock, [this] { return !replies_.empty() || inference_threads_ == 0; });
+    if (replies_.empty()) return;  // the inference threads are gone and nothing is left
     outcomes.assign(std::make_move_iterator(replies_.begin()),
                     std::make_move_iterator(replies_.end()));
     replies_.clear();

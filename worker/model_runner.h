@@ -4,10 +4,16 @@
 //   socket thread --Submit--> scheduler thread: tokenizes (on the worker's
 //                             TokenizerPool), queues texts in the Batcher,
 //                             drops expired ones, forms batches
-//                             --one-slot hand-off--> inference thread: runs
-//                             the backend, assembles each request's vectors
+//                             --one-slot hand-off--> inference threads (one per
+//                             batch in flight): run the backend, assemble each
+//                             request's vectors
 //                             --queue--> reply thread: encodes and sends them,
 //                             and the scheduler's refusals and timeouts
+//
+// With N batches in flight (Backend::batches_in_flight, 2 on a GPU) the scheduler forms a
+// batch by the batcher's rules while fewer than N run, and only a full one when N run (waiting
+// longer can only grow it): on a GPU the next batch's packing and copies overlap the current
+// one's compute, and the card never waits for the host between batches.
 //
 // A request's texts may run in different batches; its reply goes out when the
 // last one is done, in input order. Every submitted request gets exactly one
@@ -51,6 +57,8 @@ struct RunnerOptions {
   // Makes every batch take `slowdown` times as long (by sleeping), to emulate
   // slower hardware in balancing benchmarks and tests. 1 = off.
   double slowdown = 1.0;
+  // Batches run at once, each on an inference thread of its own (>= 1).
+  int batches_in_flight = 1;
 };
 
 class ModelRunner {
@@ -120,13 +128,14 @@ class ModelRunner {
   std::unordered_map<std::uint64_t, Request> requests_;  // guarded by mu_
   std::optional<std::vector<BatchItem>> ready_;          // guarded by mu_
   std::size_t unanswered_ = 0;                           // guarded by mu_
-  bool busy_ = false;                                    // guarded by mu_
+  const int in_flight_limit_;                            // batches run at once
+  int running_ = 0;                                      // batches running; guarded by mu_
   bool stop_ = false;                                    // guarded by mu_
   bool scheduler_done_ = false;                          // guarded by mu_
   std::deque<Outcome> replies_;  // finished requests for the reply thread; guarded by mu_
-  bool inference_done_ = false;  // guarded by mu_
+  int inference_threads_ = 0;    // inference threads not yet done; guarded by mu_
   std::thread scheduler_;
-  std::thread inference_;
+  std::vector<std::thread> inference_;
   std::thread replier_;
 };
 

@@ -2,10 +2,17 @@
 
 #include <algorithm>
 
+#include "common/thread_name.h"
+
 namespace ember::worker {
 
 TokenizerPool::TokenizerPool(int threads) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this] {
+      NameThisThread("ember-tokenize");
+      Loop();
+    });
+  }
 }
 
 TokenizerPool::~TokenizerPool() {

@@ -313,8 +313,12 @@ void Worker::Apply(Effects effects) {
     auto loaded = loaded_.find(key);
     if (loaded == loaded_.end()) continue;
     auto& [backend, batcher] = loaded->second;
-    RunnerOptions runner{
-        .batcher = std::move(batcher), .tokenizers = tokenizers_, .slowdown = options_.slowdown};
+    RunnerOptions runner{.batcher = std::move(batcher),
+                         .tokenizers = tokenizers_,
+                         .slowdown = options_.slowdown,
+                         .batches_in_flight = options_.batches_in_flight > 0
+                                                  ? options_.batches_in_flight
+                                                  : backend->batches_in_flight()};
     // The backend says whether padding costs it compute: the token budget follows.
     runner.batcher.padded = backend->pads();
     const protocol::ModelInfo info{.name = key.first,

@@ -59,6 +59,8 @@ struct WorkerOptions {
   double slowdown = 1.0;
   // Threads that tokenize for every model (TokenizerPool); 0: one per core.
   int tokenizer_threads = 0;
+  // Batches each model runs at once (RunnerOptions); 0: Backend::batches_in_flight().
+  int batches_in_flight = 0;
   std::chrono::milliseconds heartbeat_interval{1000};
   int liveness = 3;         // heartbeats the router may miss before we reconnect
   curve::ClientKeys curve;  // CURVE keys (docs/security.md); empty: off

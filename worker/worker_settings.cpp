@@ -28,13 +28,13 @@ const settings::Table<BatcherOptions>& BatcherSettings() {
     t.Int(
          "max-batch-tokens",
          "tokens per batch (padded: size x longest; real tokens for backends that pack); "
-         "0: 512 on cpu, 16384 on cuda",
+         "0: 512 on cpu, 32768 on cuda",
          [](auto& b) -> auto& { return b.max_batch_tokens; }, 0, 100'000'000)
         .Doc(
             "Tokens per batch: batch size x longest text for backends that pad, the sum of the\n"
             "texts' lengths for those that pack them (the fused CPU encoder). 0 picks by\n"
             "device: 512 on cpu (throughput peaks at a few hundred tokens per batch,\n"
-            "docs/batching.md), 16384 on cuda.");
+            "docs/batching.md), 32768 on cuda.");
     t.IntList(
          "preferred-batch-sizes", "batch sizes that leave at once when formed",
          [](auto& b) -> auto& { return b.preferred_batch_sizes; }, 1, 65'536)
@@ -87,6 +87,13 @@ const settings::Table<WorkerConfig>& WorkerSettings() {
         .Doc(
             "Threads that tokenize the texts of every model, beside each model's scheduler\n"
             "thread; 0: one per core (as TEI).");
+    t.Int(
+         "batches-in-flight", "batches each model runs at once (0: 2 on cuda, 1 on cpu)",
+         [](auto& c) -> auto& { return c.worker.batches_in_flight; }, 0, 64)
+        .Doc(
+            "Batches each model runs at once, each on an inference thread of its own; 0: the\n"
+            "model's choice, 2 on cuda (the next batch's host work and copies overlap the\n"
+            "current one's compute, each on a CUDA stream of its own), 1 on cpu.");
     t.Real(
          "weight", "relative speed, for weighted balancing",
          [](auto& c) -> auto& { return c.worker.weight; }, 1e-6, 1e6)

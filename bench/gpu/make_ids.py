@@ -12,6 +12,16 @@ import json
 import random
 
 
+def write_ids(path, ids):
+    """Writes {"ids", "lengths"} as the benches read it; returns a one-line summary."""
+    lengths = [len(s) for s in ids]
+    with open(path, "w") as f:
+        json.dump({"ids": ids, "lengths": {"count": len(ids), "mean": sum(lengths) / len(ids),
+                                           "min": min(lengths), "max": max(lengths)}}, f)
+    return (f"{len(ids)} texts, mean {sum(lengths) / len(ids):.1f} tokens "
+            f"({min(lengths)}-{max(lengths)})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
@@ -27,12 +37,7 @@ def main():
         else:
             n = rng.randint(32, 512)
         ids.append([101] + [rng.randrange(1000, 30000) for _ in range(n - 2)] + [102])
-    lengths = [len(s) for s in ids]
-    with open(args.out, "w") as f:
-        json.dump({"ids": ids, "lengths": {"count": len(ids), "mean": sum(lengths) / len(ids),
-                                           "min": min(lengths), "max": max(lengths)}}, f)
-    print(f"make_ids: {len(ids)} texts, mean {sum(lengths) / len(ids):.1f} tokens "
-          f"({min(lengths)}-{max(lengths)}) -> {args.out}")
+    print(f"make_ids: {write_ids(args.out, ids)} -> {args.out}")
 
 
 if __name__ == "__main__":

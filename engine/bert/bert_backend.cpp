@@ -18,6 +18,9 @@ class BertBackend final : public Backend {
   std::uint64_t memory_bytes() const override { return model_->memory_bytes(); }
   // The fused CPU encoder packs a batch's sequences back to back: padding costs nothing there.
   bool pads() const override { return !model_->packs(); }
+  // On a GPU two batches in flight, each on a stream of the model's own (BertModel's
+  // StreamLanes): the next batch's packing and copies overlap the current one's compute.
+  int batches_in_flight() const override { return model_->device().starts_with("cuda") ? 2 : 1; }
 
   // The tokenizer's own limit may exceed the model's (512 vs a
   // sentence-transformers max_seq_length of 256): cut to the model's, keeping

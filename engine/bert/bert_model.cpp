@@ -5,7 +5,6 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/core/StreamGuard.h>
-#include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +21,7 @@
 #include "engine/bert/bert_config.h"
 #include "engine/bert/cpu/cpu_encoder.h"
 #include "engine/bert/safetensors.h"
+#include "engine/bert/stream_lanes.h"
 #ifdef EMBER_HAVE_CUDA_ENCODER
 #include "engine/bert/cuda/cuda_encoder.h"
 #endif
@@ -92,9 +92,10 @@ struct BertModel::Impl {
   // Dtype of the hidden states between layers: float32 on CPU (reduced precision is only in
   // the GEMMs there), the compute dtype on CUDA.
   at::ScalarType act_dtype = at::kFloat;
-  // CUDA: a stream of this model's own, so that its kernels and input copies do not queue
-  // behind other work on the device's default stream. nullopt on CPU.
-  std::optional<c10::Stream> stream;
+  // CUDA: streams of this model's own, one per call in flight, so that its kernels and input
+  // copies queue neither behind other work on the device's default stream nor behind each
+  // other. nullopt on CPU. Mutable: leasing (thread-safe) is no change to the model.
+  mutable std::optional<StreamLanes> streams;
   at::Tensor word_emb, pos_emb, type_emb0, emb_ln_w, emb_ln_b;
   std::vector<Layer> layers;
   // fp32 / bf16 on CPU with BertOptions::fused: the encoder CpuEncode runs. It owns the packed
@@ -226,9 +227,7 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
   if (impl->device.is_cuda()) {
     if (options.precision == Precision::kBf16) impl->act_dtype = at::kBFloat16;
     if (options.precision == Precision::kFp16) impl->act_dtype = at::kHalf;
-    // Device-generic API (c10's guard registry), so this compiles against a CPU-only LibTorch.
-    const c10::impl::VirtualGuardImpl guard_impl(impl->device.type());
-    impl->stream = guard_impl.getStreamFromGlobalPool(impl->device);
+    impl->streams.emplace(impl->device);
   }
 
   SentenceTransformersConfig st;
@@ -460,9 +459,14 @@ std::vector<float> BertModel::Embed(const TokenBatch& batch) const {
       CpuEncode(*m.fused, batch, m.pooling, m.normalize, out.data());
       return out;
     }
-    // CUDA: the model's own stream is current on this thread for the copies and kernels.
+    // CUDA: a stream of the model's own, leased to this call, is current on this thread for
+    // the copies and kernels.
+    std::optional<StreamLanes::Lease> lane;
     std::optional<c10::StreamGuard> on_stream;
-    if (m.stream) on_stream.emplace(*m.stream);
+    if (m.streams) {
+      lane.emplace(m.streams->Acquire());
+      on_stream.emplace(lane->stream());
+    }
 #ifdef EMBER_HAVE_CUDA_ENCODER
     if (m.cuda_fused) return CudaEncode(*m.cuda_fused, batch, m.pooling, m.normalize);
 #endif

