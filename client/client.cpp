@@ -1,9 +1,7 @@
 #include "client/client.h"
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
-#include <random>
 #include <zmq.hpp>
 
 #include "common/protocol.h"
@@ -14,44 +12,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using protocol::Command;
 
-// Past the request's own deadline the router answers TIMEOUT itself; we wait
-// a little longer than that before concluding the router is unreachable.
-constexpr std::chrono::milliseconds kGrace{250};
-
-}  // namespace
-
-struct Client::Socket {
-  zmq::context_t context{1};
-  zmq::socket_t socket{context, zmq::socket_type::dealer};
-  // PAIR on the socket's monitor: tells us when the connection to the router is lost.
-  zmq::socket_t monitor{context, zmq::socket_type::pair};
-};
-
-namespace {
-
-constexpr char kMonitorEndpoint[] = "inproc://ember-client-monitor";
-
-std::size_t HomeRouter(int home, std::size_t count) {
-  if (home >= 0) return static_cast<std::size_t>(home) % count;
-  std::random_device rd;
-  return rd() % count;
-}
-
-// Whether the monitor reported `wanted` (draining what it reported).
-bool Reported(zmq::socket_t& monitor, std::uint16_t wanted) {
-  bool seen = false;
-  for (;;) {
-    zmq::message_t event;
-    if (!monitor.recv(event, zmq::recv_flags::dontwait)) return seen;
-    zmq::message_t address;  // the second frame: the endpoint
-    (void)monitor.recv(address, zmq::recv_flags::dontwait);
-    std::uint16_t id = 0;
-    if (event.size() >= sizeof id) std::memcpy(&id, event.data(), sizeof id);
-    seen |= id == wanted;
-  }
-}
-bool ConnectionLost(zmq::socket_t& monitor) { return Reported(monitor, ZMQ_EVENT_DISCONNECTED); }
-
 }  // namespace
 
 Client::Client(const std::string& endpoints, curve::ClientKeys curve)
@@ -59,8 +19,7 @@ Client::Client(const std::string& endpoints, curve::ClientKeys curve)
 
 Client::Client(std::vector<std::string> endpoints, ClientOptions options)
     : options_(std::move(options)),
-      routers_(endpoints, HomeRouter(options_.home, std::max<std::size_t>(endpoints.size(), 1)),
-               options_.backoff) {
+      routers_(endpoints, RouterList::PickHome(options_.home, endpoints.size()), options_.backoff) {
   Connect(routers_.Pick(Clock::now()));
 }
 
@@ -72,33 +31,14 @@ void Client::Connect(std::size_t router) {
   connected_ = router;
 }
 
-std::unique_ptr<Client::Socket> Client::Open(std::size_t router) const {
-  auto socket = std::make_unique<Socket>();
-  zmq::socket_t& s = socket->socket;
-  s.set(zmq::sockopt::linger, 0);
-  s.set(zmq::sockopt::reconnect_ivl, 100);
-  s.set(zmq::sockopt::reconnect_ivl_max, 2000);
-  // Queue nothing for a router we are not connected to: the send fails instead, and the
-  // request goes to the next router, certainly not received by this one.
-  s.set(zmq::sockopt::immediate, 1);
-  const int heartbeat = static_cast<int>(options_.heartbeat.count());
-  s.set(zmq::sockopt::heartbeat_ivl, heartbeat);
-  s.set(zmq::sockopt::heartbeat_timeout, 3 * heartbeat);
-  curve::MakeClient(s, options_.curve);
-  if (zmq_socket_monitor(s.handle(), kMonitorEndpoint,
-                         ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0) {
-    throw zmq::error_t();
-  }
-  socket->monitor.set(zmq::sockopt::linger, 0);
-  socket->monitor.connect(kMonitorEndpoint);
-  s.connect(routers_.endpoint(router));
-  return socket;
+std::unique_ptr<RouterConnection> Client::Open(std::size_t router) const {
+  return RouterConnection::Open(routers_.endpoint(router), options_.curve, options_.heartbeat);
 }
 
 void Client::FailBack() {
   const auto now = Clock::now();
   if (probe_) {
-    if (Reported(probe_->monitor, ZMQ_EVENT_HANDSHAKE_SUCCEEDED)) {
+    if (probe_->Drain().connected) {
       // Home is back: move there on the probe's socket, already connected.
       socket_ = std::move(probe_);
       connected_ = routers_.home();
@@ -155,16 +95,16 @@ std::string Client::CallOnce(std::uint8_t command, const std::string& body,
   answered_ = false;
   const std::uint64_t id = next_request_id_++;
   const std::string& endpoint = routers_.endpoint(connected_);
-  ConnectionLost(socket_->monitor);  // what it said about earlier calls is history
+  socket_->Drain();  // what it said about earlier calls is history
   // Bounded: with no connection (router down, or it refused our CURVE key) the send fails.
   const auto connect = std::min(timeout, options_.connect_timeout);
-  socket_->socket.set(zmq::sockopt::sndtimeo, static_cast<int>(connect.count()));
-  if (!protocol::SendDealt(socket_->socket, static_cast<Command>(command), id, body)) {
+  socket_->socket().set(zmq::sockopt::sndtimeo, static_cast<int>(connect.count()));
+  if (!protocol::SendDealt(socket_->socket(), static_cast<Command>(command), id, body)) {
     throw Error(ErrorCode::kUnavailable, "could not reach router " + endpoint + " within " +
                                              std::to_string(connect.count()) + " ms");
   }
   sent_ = true;
-  const auto deadline = Clock::now() + timeout + kGrace;
+  const auto deadline = Clock::now() + timeout + kReplyGrace;
   for (;;) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -172,17 +112,17 @@ std::string Client::CallOnce(std::uint8_t command, const std::string& body,
       throw Error(ErrorCode::kTimeout, "no reply from router " + endpoint + " within " +
                                            std::to_string(timeout.count()) + " ms");
     }
-    zmq::pollitem_t items[] = {{socket_->socket.handle(), 0, ZMQ_POLLIN, 0},
-                               {socket_->monitor.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::pollitem_t items[] = {{socket_->socket().handle(), 0, ZMQ_POLLIN, 0},
+                               {socket_->monitor().handle(), 0, ZMQ_POLLIN, 0}};
     zmq::poll(items, 2, left);
-    if ((items[1].revents & ZMQ_POLLIN) && ConnectionLost(socket_->monitor) &&
+    if ((items[1].revents & ZMQ_POLLIN) && socket_->Drain().lost &&
         !(items[0].revents & ZMQ_POLLIN)) {
       throw Error(ErrorCode::kUnavailable,
                   "lost the connection to router " + endpoint + " before it answered");
     }
     if (!(items[0].revents & ZMQ_POLLIN)) continue;
     std::string error;
-    auto received = protocol::ReceiveDealt(socket_->socket, &error);
+    auto received = protocol::ReceiveDealt(socket_->socket(), &error);
     if (!received) continue;
     if (!*received) throw Error(ErrorCode::kInternal, "malformed reply: " + error);
     protocol::Message& message = **received;

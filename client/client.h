@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "client/router_connection.h"
 #include "client/router_list.h"
 #include "common/curve.h"
 #include "common/error_code.h"
@@ -128,7 +129,6 @@ class Client {
                                 const ControlOptions& options = {});
 
  private:
-  struct Socket;
   // What may be resent to another router after an attempt failed.
   enum class Resend {
     kIfUnanswered,  // idempotent: embed, status, list
@@ -142,7 +142,7 @@ class Client {
   std::string CallOnce(std::uint8_t command, const std::string& body,
                        std::chrono::milliseconds timeout);
   void Connect(std::size_t router);
-  std::unique_ptr<Socket> Open(std::size_t router) const;
+  std::unique_ptr<RouterConnection> Open(std::size_t router) const;
   // Away from home: probes it in the background, and moves there once the probe connects.
   void FailBack();
   protocol::ControlReply Manage(protocol::ControlOp op, std::string_view model,
@@ -151,9 +151,9 @@ class Client {
 
   ClientOptions options_;
   RouterList routers_;
-  std::unique_ptr<Socket> socket_;
-  std::size_t connected_ = 0;      // the router socket_ is connected to
-  std::unique_ptr<Socket> probe_;  // connecting to home, while away from it
+  std::unique_ptr<RouterConnection> socket_;
+  std::size_t connected_ = 0;                // the router socket_ is connected to
+  std::unique_ptr<RouterConnection> probe_;  // connecting to home, while away from it
   std::chrono::steady_clock::time_point probe_deadline_{};
   std::uint64_t next_request_id_ = 1;
   // Of the last attempt: whether it was sent, and whether any answer came.

@@ -1,6 +1,7 @@
 #include "client/router_list.h"
 
 #include <algorithm>
+#include <random>
 #include <stdexcept>
 
 namespace ember {
@@ -52,6 +53,13 @@ void RouterList::Answered(std::size_t router) {
   routers_[router].backoff = std::chrono::milliseconds(0);
   routers_[router].retry_at = {};
   current_ = router;
+}
+
+std::size_t RouterList::PickHome(int home, std::size_t count) {
+  count = std::max<std::size_t>(count, 1);
+  if (home >= 0) return static_cast<std::size_t>(home) % count;
+  std::random_device rd;
+  return rd() % count;
 }
 
 }  // namespace ember

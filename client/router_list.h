@@ -40,6 +40,9 @@ class RouterList {
 
   // "tcp://a:5555,tcp://b:5555" -> its endpoints (one without commas: itself).
   static std::vector<std::string> Split(std::string_view list);
+  // The home router of `count`: `home` if >= 0 (mod count), else a random one, so that
+  // clients spread over the routers.
+  static std::size_t PickHome(int home, std::size_t count);
 
   // The router to use now.
   std::size_t Pick(Clock::time_point now) const;

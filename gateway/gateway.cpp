@@ -18,21 +18,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr const char* kJson = "application/json";
 
-// Embeds on a pooled client. After a timeout or UNAVAILABLE the client's
-// socket may hold requests for a router that is gone: drop it.
-Embeddings Embed(ClientPool& pool, const EmbeddingCall& call, const GatewayOptions& options) {
-  ClientPool::Lease client = pool.Acquire();
+// Embeds on the gateway's one asynchronous client (one connection, one I/O thread for every
+// handler; it fails over and gives up on its own, so the wait is bounded by the timeout).
+Embeddings Embed(AsyncClient& client, const EmbeddingCall& call, const GatewayOptions& options) {
   EmbedOptions embed;
   embed.version = call.version;
   embed.truncate = call.truncate.value_or(true);
   embed.timeout = options.timeout;
   embed.attempts = options.attempts;
-  try {
-    return client->Embed(call.model, call.texts, embed);
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kUnavailable) client.Discard();
-    throw;
-  }
+  return client.Embed(call.model, call.texts, embed).get();
 }
 
 // Runs `handle`, turning any failure into an error response written by
@@ -71,6 +65,7 @@ void Serve(GatewayMetrics& metrics, const char* route, httplib::Response& respon
 Gateway::Gateway(GatewayOptions options)
     : options_(std::move(options)),
       pool_(options_.routers),
+      embedder_(options_.routers, ClientOptions{}),
       server_(std::make_unique<httplib::Server>()) {
   httplib::Server& server = *server_;
   const auto threads = static_cast<std::size_t>(options_.threads);
@@ -149,7 +144,7 @@ void Gateway::OpenAiEmbeddings(const httplib::Request& request, httplib::Respons
       metrics_, "/v1/embeddings", response,
       [&] {
         const OpenAiRequest parsed = ParseOpenAiRequest(request.body);
-        const Embeddings embeddings = Embed(pool_, parsed.call, options_);
+        const Embeddings embeddings = Embed(embedder_, parsed.call, options_);
         response.set_content(FormatOpenAiResponse(parsed, embeddings), kJson);
         return parsed.call.texts.size();
       },
@@ -161,7 +156,7 @@ void Gateway::TeiEmbed(const httplib::Request& request, httplib::Response& respo
       metrics_, "/embed", response,
       [&] {
         const TeiRequest parsed = ParseTeiRequest(request.body, options_.default_model);
-        const Embeddings embeddings = Embed(pool_, parsed.call, options_);
+        const Embeddings embeddings = Embed(embedder_, parsed.call, options_);
         response.set_content(FormatTeiResponse(parsed, embeddings), kJson);
         return parsed.call.texts.size();
       },

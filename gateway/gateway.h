@@ -3,9 +3,12 @@
 // /embed), and reports its health (GET /health: 200 only when the router
 // answers and has workers) and its own counters (GET /metrics).
 //
-// Each HTTP request is one ember::Client::Embed call on a Client borrowed
-// from a pool (ZeroMQ sockets are single-threaded); the router does the
-// batching and balancing, so the gateway holds no queue of its own.
+// Each HTTP request is handled on one of `threads` handler threads, and its embedding is one
+// call on the gateway's AsyncClient, shared by every handler: one connection and one I/O
+// thread to the router however many requests are in flight (client/async_client.h). The
+// router does the batching and balancing, so the gateway holds no queue of its own. Status
+// and model lists use blocking Clients borrowed from a pool (ZeroMQ sockets are
+// single-threaded).
 #ifndef EMBER_GATEWAY_GATEWAY_H_
 #define EMBER_GATEWAY_GATEWAY_H_
 
@@ -15,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "client/async_client.h"
 #include "gateway/client_pool.h"
 #include "gateway/gateway_metrics.h"
 
@@ -61,7 +65,8 @@ class Gateway {
   void Health(httplib::Response& response);
 
   GatewayOptions options_;
-  ClientPool pool_;
+  ClientPool pool_;       // status and model lists, one blocking Client per handler at a time
+  AsyncClient embedder_;  // embeddings: every handler's requests on one connection
   GatewayMetrics metrics_;
   std::unique_ptr<httplib::Server> server_;
 };

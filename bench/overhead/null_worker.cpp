@@ -66,11 +66,16 @@ int main(int argc, char** argv) {
       if (!zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
         break;
       }
-      if (frames.size() != ember::protocol::kFrameCount || frames[1].size() != 1) continue;
+      // A router's REQUEST may carry a fifth frame, the time it has left (docs/protocol.md).
+      if (frames.size() < ember::protocol::kFrameCount ||
+          frames.size() > ember::protocol::kFrameCount + 1 || frames[1].size() != 1) {
+        continue;
+      }
       const auto command =
           static_cast<Command>(*static_cast<const std::uint8_t*>(frames[1].data()));
       if (command == Command::kRequest) {
         // The router's frames back, with the prepared body: no decode, no copy of the texts.
+        frames.resize(ember::protocol::kFrameCount);  // a reply has no budget frame
         frames[1] = zmq::message_t(std::string_view("\x02", 1));
         frames[3] = zmq::message_t(reply_body.data(), reply_body.size());
         zmq::send_multipart(socket, frames);

@@ -248,6 +248,97 @@ class Client:
             raise InternalError("reply has %d vectors for %d texts" % (len(embeddings), len(texts)))
         return embeddings
 
+    def embed_many(self, model, requests, window=64, version=0, truncate=True, timeout=None,
+                   attempts=None):
+        """Embeds many requests (each a str or a list of str) with up to ``window`` of them in
+        flight at once on this client's connection, so that one Python thread can keep a GPU
+        worker busy (embed() has one in flight). Returns a list of Embeddings, in the order of
+        ``requests``.
+
+        A request that meets what embed() would retry (no answer within the timeout, the
+        connection lost, the router unreachable or answering UNAVAILABLE) is sent again
+        through embed(), with its failover, as is every request not yet sent by then. Any
+        other error raises as embed() raises it (the requests still in flight are dropped).
+        """
+        if isinstance(requests, str):
+            raise TypeError("requests must be a list of requests (a str or a list of str each)")
+        requests = [[r] if isinstance(r, str) else list(r) for r in requests]
+        for texts in requests:
+            if not all(isinstance(t, str) for t in texts):
+                raise TypeError("texts must be str")
+        if not isinstance(model, str):
+            raise TypeError("model must be a str")
+        if window < 1:
+            raise ValueError("window must be at least 1")
+        timeout = self.timeout if timeout is None else timeout
+        timeout_ms = max(1, int(round(timeout * 1000)))
+        results = [None] * len(requests)
+        again = []  # indices for the sequential path
+        self._fail_back()
+        endpoint = self.endpoint
+        self._connection_lost()  # what it said about earlier calls is history
+        connect = min(timeout, self.connect_timeout)
+        self._socket.setsockopt(zmq.SNDTIMEO, max(1, int(connect * 1000)))
+        poller = zmq.Poller()
+        poller.register(self._socket, zmq.POLLIN)
+        poller.register(self._monitor, zmq.POLLIN)
+        in_flight = {}  # request id -> (index, deadline)
+        following = 0  # the next index to send
+        healthy = True
+        while healthy and (following < len(requests) or in_flight):
+            while healthy and following < len(requests) and len(in_flight) < window:
+                body = protocol.embed_request(model, requests[following], version=version,
+                                              timeout_ms=timeout_ms, truncate=truncate)
+                request_id = next(self._ids)
+                try:
+                    self._socket.send_multipart(protocol.encode(protocol.REQUEST, request_id,
+                                                                body), copy=False)
+                except zmq.Again:
+                    healthy = False  # unreachable: what is left goes the sequential way
+                    break
+                in_flight[request_id] = (following, time.monotonic() + timeout + _GRACE_S)
+                following += 1
+            if not in_flight:
+                break
+            left = min(d for _, d in in_flight.values()) - time.monotonic()
+            if left <= 0:
+                healthy = False  # a request unanswered in time: the router may be gone
+                break
+            ready = dict(poller.poll(max(1, int(left * 1000))))
+            if self._monitor in ready and self._connection_lost() and self._socket not in ready:
+                healthy = False
+                break
+            while self._socket in ready and self._socket.poll(0, zmq.POLLIN):
+                got_command, got_id, got_body = protocol.decode(self._socket.recv_multipart())
+                if got_id not in in_flight:
+                    continue  # a late reply to an earlier call
+                index, _ = in_flight.pop(got_id)
+                if got_command == protocol.ERROR:
+                    error = protocol.unpack(got_body)
+                    code = str(error.get("code", "INTERNAL"))
+                    if code == UNAVAILABLE:
+                        again.append(index)
+                        continue
+                    raise error_for(code, str(error.get("message", "")))
+                if got_command != protocol.REPLY:
+                    raise InternalError("unexpected command %d" % got_command)
+                e = Embeddings(protocol.unpack(got_body))
+                if len(e) != len(requests[index]):
+                    raise InternalError("reply has %d vectors for %d texts" %
+                                        (len(e), len(requests[index])))
+                results[index] = e
+        if healthy:
+            self.router = endpoint
+            self._routers.answered(self._connected)
+        else:
+            self._routers.failed(self._connected, time.monotonic())
+            again.extend(index for index, _ in in_flight.values())
+            again.extend(range(following, len(requests)))
+        for index in sorted(again):
+            results[index] = self.embed(model, requests[index], version=version,
+                                        truncate=truncate, timeout=timeout, attempts=attempts)
+        return results
+
     def status(self, timeout=5.0):
         """The router's view of the cluster (CONTROL "status") as a dict:
         router_version, requests, workers [...], models [...]."""

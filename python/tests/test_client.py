@@ -178,6 +178,23 @@ class ClusterTest(unittest.TestCase):
         self.assertTrue(self.client._answered, "the router, not the client, must answer TIMEOUT")
         self.assertLess(elapsed, 5.0)
 
+    def test_embed_many_keeps_requests_in_flight(self):
+        texts = self.reference["texts"]
+        requests = [texts[i % len(texts)] for i in range(120)]
+        many = self.client.embed_many("tiny", requests, window=64)
+        self.assertEqual(len(many), len(requests))
+        for i, e in enumerate(many):
+            self.assertEqual(len(e), 1)
+            self.assertLess(max_abs_diff(e[0], self.reference["vectors"][i % len(texts)]), 1e-4)
+        # In flight together, batched together (embed() one at a time would give batches of 1).
+        self.assertGreater(max(e.batch_size for e in many), 4)
+
+    def test_embed_many_errors_are_typed(self):
+        with self.assertRaises(ember_client.UnknownModelError):
+            self.client.embed_many("no-such-model", ["a", "b"])
+        with self.assertRaises(TypeError):
+            self.client.embed_many("tiny", "one string")
+
     def test_unreachable_router_is_unavailable_on_the_client(self):
         nobody = "ipc://" + os.path.join(self.dir, "nobody")
         with ember_client.Client(nobody) as client:
@@ -268,6 +285,17 @@ class FailoverTest(unittest.TestCase):
             self.assertEqual(len(client.embed("m", ["x", "y"])), 2)
             self.assertEqual(client.router, self.b)
         self.assertEqual(a.received, 1)
+
+    def test_embed_many_resends_what_a_dropped_router_had(self):
+        a = self.router(self.a, "drop")
+        self.router(self.b, "answer")
+        with self.client() as client:
+            start_time = time.monotonic()
+            many = client.embed_many("m", ["x%d" % i for i in range(20)], window=8, timeout=20.0)
+            self.assertLess(time.monotonic() - start_time, 5.0)
+            self.assertEqual([len(e) for e in many], [1] * 20)
+            self.assertEqual(client.router, self.b)
+        self.assertGreaterEqual(a.received, 1)
 
     def test_unreachable_router_is_skipped(self):
         self.router(self.b, "answer")

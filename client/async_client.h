@@ -1,0 +1,61 @@
+// ember's asynchronous C++ client: many embedding requests in flight on one connection, so
+// that a program with few threads can keep a GPU worker busy (a blocking Client puts one
+// request in flight per thread).
+//
+//   ember::AsyncClient client("tcp://127.0.0.1:5555");   // or "tcp://a:5555,tcp://b:5555"
+//   std::vector<std::future<ember::Embeddings>> replies;
+//   for (const std::string& text : texts) replies.push_back(client.Embed("minilm", {text}));
+//   for (auto& reply : replies) Use(reply.get());  // ember::Error on failure, as Client::Embed
+//
+// Thread-safe: any thread may call Embed at any time. The request is encoded on the caller's
+// thread and handed to an I/O thread of the client's own, which owns the router connection,
+// sends, matches replies by request id and fulfils the futures.
+//
+// Failover as Client's (client/client.h, client/router_list.h): when the connection to the
+// router is lost, a request gets no answer within its timeout (+ 250 ms), the router answers
+// UNAVAILABLE, or the router cannot be reached within ClientOptions::connect_timeout, the
+// client moves to the next router and resends every request still unanswered there (embedding
+// is idempotent), each at most EmbedOptions::attempts times in all (0: once per router);
+// one out of attempts fails with that error. Unlike Client it does not fail back to its home
+// router once it moved: it stays with the router that answers.
+#ifndef EMBER_CLIENT_ASYNC_CLIENT_H_
+#define EMBER_CLIENT_ASYNC_CLIENT_H_
+
+#include <cstddef>
+#include <future>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/client.h"
+
+namespace ember {
+
+class AsyncClient {
+ public:
+  explicit AsyncClient(const std::string& endpoints,
+                       curve::ClientKeys curve = curve::ClientKeys::FromEnvironment());
+  AsyncClient(std::vector<std::string> endpoints, ClientOptions options);
+  // Fails every request not yet answered with UNAVAILABLE ("client closed"), then joins the
+  // I/O thread. Futures obtained from Embed stay valid.
+  ~AsyncClient();
+  AsyncClient(const AsyncClient&) = delete;
+  AsyncClient& operator=(const AsyncClient&) = delete;
+
+  // Queues an embedding of `texts` with `model` and returns at once. The future yields the
+  // vectors or throws ember::Error (typed code) exactly as Client::Embed would.
+  std::future<Embeddings> Embed(std::string_view model, std::vector<std::string> texts,
+                                const EmbedOptions& options = {});
+
+  // Requests queued or sent and not yet answered.
+  std::size_t in_flight() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_CLIENT_ASYNC_CLIENT_H_

@@ -1,0 +1,178 @@
+// The asynchronous C++ SDK (client/async_client.h): many requests in flight on one connection
+// against a real router and worker, typed errors, and failover against routers played by the
+// test (tests/fakes/fake_frontend.h) that answer, stay silent or drop the connection.
+#include "client/async_client.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "tests/cluster.h"
+#include "tests/fakes/fake_frontend.h"
+#include "tests/load_client.h"
+#include "tests/temp_dir.h"
+
+namespace ember::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// Waits for `f` at most `limit`; fails the test (and returns false) if it is not ready.
+template <typename T>
+bool Ready(std::future<T>& f, std::chrono::milliseconds limit = 10s) {
+  const bool ready = f.wait_for(limit) == std::future_status::ready;
+  EXPECT_TRUE(ready) << "no answer within " << limit.count() << " ms";
+  return ready;
+}
+
+// One thread, one connection, 200 one-text requests sent before the first answer is awaited:
+// they are in flight together, so the worker batches them (a blocking Client in one thread
+// has one in flight: every batch would be 1), and each vector is still the model's own.
+TEST(AsyncClientClusterTest, ManyRequestsInFlightOnOneConnection) {
+  ClusterOptions options;
+  options.workers = 1;
+  options.models = {"tiny=" + TinyModelDir() + "/model.pt"};
+  options.worker_args = {"--max-queue-delay-us", "20000"};
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.WaitForWorkers(1));
+  const Reference reference = LoadTinyReference();
+  AsyncClient client(cluster.frontend());
+  std::vector<std::future<Embeddings>> replies;
+  for (int i = 0; i < 200; ++i) {
+    replies.push_back(client.Embed("tiny", {reference.texts[i % reference.texts.size()]}));
+  }
+  std::uint32_t largest_batch = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (!Ready(replies[i])) return;
+    const Embeddings e = replies[i].get();
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_LT(MaxAbsDiff(e[0], reference.vectors[i % reference.texts.size()]), 1e-5f) << i;
+    largest_batch = std::max(largest_batch, e.batch_size());
+  }
+  EXPECT_GT(largest_batch, 8u) << "requests in flight together are batched together";
+  EXPECT_EQ(client.in_flight(), 0u);
+}
+
+TEST(AsyncClientClusterTest, ErrorsAreTypedAsClients) {
+  ClusterOptions options;
+  options.workers = 1;
+  options.models = {"tiny=" + TinyModelDir() + "/model.pt"};
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.WaitForWorkers(1));
+  AsyncClient client(cluster.frontend());
+  auto unknown = client.Embed("no-such-model", {"hello"});
+  auto empty = client.Embed("tiny", {});
+  auto good = client.Embed("tiny", {"hello", "world"});
+  ASSERT_TRUE(Ready(unknown) && Ready(empty) && Ready(good));
+  try {
+    unknown.get();
+    ADD_FAILURE() << "an unknown model embedded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnknownModel) << e.what();
+  }
+  EXPECT_THROW(empty.get(), Error);
+  EXPECT_EQ(good.get().size(), 2u);
+}
+
+class AsyncClientFailoverTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<AsyncClient> Make() {
+    return std::make_unique<AsyncClient>(std::vector<std::string>{a_, b_},
+                                         ClientOptions{.curve = {},
+                                                       .connect_timeout = 200ms,
+                                                       .heartbeat = 200ms,
+                                                       .home = 0,
+                                                       .backoff = {.first = 300ms, .max = 1s}});
+  }
+  // 20 requests in flight at once; every one must end as a reply, from b.
+  void ExpectAllAnsweredByB(AsyncClient& client, std::chrono::milliseconds timeout) {
+    std::vector<std::future<Embeddings>> replies;
+    for (int i = 0; i < 20; ++i) {
+      replies.push_back(client.Embed("m", {"text " + std::to_string(i)}, {.timeout = timeout}));
+    }
+    for (auto& r : replies) {
+      if (!Ready(r)) return;
+      const Embeddings e = r.get();
+      EXPECT_EQ(e.router(), b_);
+      EXPECT_EQ(e.attempts(), 2);
+    }
+  }
+
+  TempDir dir_{"ember-async"};
+  const std::string a_ = "ipc://" + (dir_.path() / "a").string();
+  const std::string b_ = "ipc://" + (dir_.path() / "b").string();
+};
+
+// The home router takes the requests and dies (its connection drops): every request in flight
+// is resent to the next router, long before its timeout.
+TEST_F(AsyncClientFailoverTest, LostConnectionResendsEveryRequestInFlight) {
+  FakeRouter a(a_, Mode::kDropOnFirst), b(b_, Mode::kAnswer);
+  auto client = Make();
+  const auto start = Clock::now();
+  ExpectAllAnsweredByB(*client, 10s);
+  EXPECT_LT(Clock::now() - start, 5s) << "waited for the timeout instead of the disconnect";
+  EXPECT_GE(a.received(), 1);
+}
+
+// The home router takes the requests and never answers: each is resent after its timeout.
+TEST_F(AsyncClientFailoverTest, SilentRouterFailsOverAfterTheTimeout) {
+  FakeRouter a(a_, Mode::kSilent), b(b_, Mode::kAnswer);
+  auto client = Make();
+  ExpectAllAnsweredByB(*client, 300ms);
+  EXPECT_EQ(a.received(), 20);
+}
+
+// With every attempt used, the request fails with the reason, typed.
+TEST_F(AsyncClientFailoverTest, OutOfAttemptsFailsTyped) {
+  FakeRouter a(a_, Mode::kSilent), b(b_, Mode::kSilent);
+  auto client = Make();
+  auto reply = client->Embed("m", {"x"}, {.timeout = 200ms});
+  ASSERT_TRUE(Ready(reply));
+  try {
+    reply.get();
+    ADD_FAILURE() << "answered by silent routers";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
+  }
+}
+
+// No router listening: the request never leaves, and fails UNAVAILABLE once each router had
+// connect_timeout to connect, not after its own (long) timeout.
+TEST_F(AsyncClientFailoverTest, UnreachableRoutersFailUnavailable) {
+  auto client = Make();
+  const auto start = Clock::now();
+  auto reply = client->Embed("m", {"x"}, {.timeout = 30s});
+  ASSERT_TRUE(Ready(reply, 5s));
+  try {
+    reply.get();
+    ADD_FAILURE() << "answered with no router";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+  }
+  EXPECT_LT(Clock::now() - start, 3s);
+}
+
+// Closing the client settles every future at once (UNAVAILABLE), never leaves one hanging.
+TEST_F(AsyncClientFailoverTest, ClosingFailsWhatIsInFlight) {
+  FakeRouter a(a_, Mode::kSilent), b(b_, Mode::kSilent);
+  auto client = Make();
+  std::vector<std::future<Embeddings>> replies;
+  for (int i = 0; i < 5; ++i) replies.push_back(client->Embed("m", {"x"}, {.timeout = 30s}));
+  client.reset();
+  for (auto& r : replies) {
+    ASSERT_TRUE(Ready(r, 1s));
+    try {
+      r.get();
+      ADD_FAILURE() << "answered by a silent router";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ember::testing
