@@ -40,6 +40,7 @@ struct Request {
 struct AsyncClient::Impl {
   Impl(std::vector<std::string> endpoints, ClientOptions client_options)
       : options(std::move(client_options)),
+        router_count(static_cast<int>(endpoints.size())),
         routers(endpoints, RouterList::PickHome(options.home, endpoints.size()), options.backoff) {
     wake_out.set(zmq::sockopt::linger, 0);
     wake_out.bind(kWakeEndpoint);
@@ -70,6 +71,7 @@ struct AsyncClient::Impl {
             const std::string& message);
 
   const ClientOptions options;
+  const int router_count;  // read by callers (the I/O thread owns `routers`)
   zmq::context_t context{1};
   // Callers' side of the wake-up: used under mu by whichever thread queues.
   zmq::socket_t wake_in{context, zmq::socket_type::push};
@@ -117,7 +119,7 @@ std::future<Embeddings> AsyncClient::Embed(std::string_view model, std::vector<s
   Request r;
   r.texts = texts.size();
   r.timeout = options.timeout;
-  r.attempts = options.attempts > 0 ? options.attempts : static_cast<int>(impl_->routers.size());
+  r.attempts = options.attempts > 0 ? options.attempts : impl_->router_count;
   protocol::EmbedRequest request;
   request.model = std::string(model);
   request.version = options.version;

@@ -19,6 +19,7 @@
 #   EMBER_GPU_BENCH_OUT=DIR (default $build/gpu-bench)    EMBER_GPU_BENCH_SECONDS=8 (per run)
 #   EMBER_GPU_BENCH_DTYPES="fp16" (default "fp32 fp16 bf16"; the HTTP and open-loop runs use the
 #     second, or the only one)      EMBER_GPU_BENCH_PEERS=0: skip the peers
+#   EMBER_GPU_BENCH_TESTS=0: skip building and running cuda_encoder_test (~1-2 min less)
 #   EMBER_GPU_BENCH_DEEP=1: also 1 text/request with twice the requests in flight
 #   EMBER_GPU_BENCH_ALT_TOKENS=65536: the token budget of the "tokalt" run, against the default
 #   EMBER_GPU_BENCH_DRY=1: a dry run on the CPU (the existing build/, device cpu, fp32 only, short
@@ -60,8 +61,9 @@ mkdir -p "$out"
 if [[ $dry != 1 ]]; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt"
   t=$(date +%s)
+  tests=(cuda_encoder_test); [[ ${EMBER_GPU_BENCH_TESTS:-1} == 0 ]] && tests=()
   if ember_gpu_build "$build" "$out" ember-worker ember-router ember-gateway ember-loadgen emberctl \
-       cuda_encoder_test ember_models; then
+       "${tests[@]}" ember_models; then
     step "build" ok "$(elapsed "$t")" "$EMBER_GPU_PREFIX"
   else
     step "build" FAIL "$(elapsed "$t")" "$(grep -m3 -E 'error|Error' "$out/build.log" "$out/configure.log" | tr '\n' ' ')"
@@ -70,7 +72,9 @@ if [[ $dry != 1 ]]; then
   # The encoder against the CPU encoder first (fp32 bound, fp16/bf16 cosine, two batches at once
   # on two streams): wrong vectors make every figure below meaningless.
   t=$(date +%s)
-  if EMBER_REQUIRE_CUDA=1 EMBER_CUDA_CYCLES=50 timeout 180 "$build/tests/cuda_encoder_test" \
+  if [[ ${#tests[@]} == 0 ]]; then
+    step "cuda_encoder_test" ok 0 "skipped (EMBER_GPU_BENCH_TESTS=0)"
+  elif EMBER_REQUIRE_CUDA=1 EMBER_CUDA_CYCLES=50 timeout 180 "$build/tests/cuda_encoder_test" \
        > "$out/cuda_encoder_test.log" 2>&1; then
     step "cuda_encoder_test" ok "$(elapsed "$t")" "$(grep -m1 -E '^\[  PASSED' "$out/cuda_encoder_test.log")"
   else

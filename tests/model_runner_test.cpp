@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <zmq_addon.hpp>
 
@@ -18,40 +19,45 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// How many Embed calls were inside at once, shared by a backend and the test (the runner owns
+// and destroys the backend before the test looks).
+struct Overlap {
+  int most() {
+    std::lock_guard lock(mu);
+    return most_inside;
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  int inside = 0, most_inside = 0;
+  bool given_up = false;
+};
+
 // A FakeBackend whose Embed holds each batch until `together` batches are inside at once, or
-// until `limit` has passed (once: after that it waits no more); it counts the most that ever
-// were.
+// until `limit` has passed (once: after that it waits no more).
 class OverlapBackend : public testing::FakeBackend {
  public:
-  OverlapBackend(int together, std::chrono::milliseconds limit)
-      : together_(together), limit_(limit) {}
+  OverlapBackend(std::shared_ptr<Overlap> overlap, int together, std::chrono::milliseconds limit)
+      : overlap_(std::move(overlap)), together_(together), limit_(limit) {}
   std::vector<float> Embed(const engine::TokenBatch& batch) override {
+    Overlap& o = *overlap_;
     {
-      std::unique_lock lock(mu_);
-      ++inside_;
-      most_ = std::max(most_, inside_);
-      cv_.notify_all();
-      if (!given_up_ && !cv_.wait_for(lock, limit_, [&] { return most_ >= together_; })) {
-        given_up_ = true;
+      std::unique_lock lock(o.mu);
+      o.most_inside = std::max(o.most_inside, ++o.inside);
+      o.cv.notify_all();
+      if (!o.given_up && !o.cv.wait_for(lock, limit_, [&] { return o.most_inside >= together_; })) {
+        o.given_up = true;
       }
     }
     auto out = FakeBackend::Embed(batch);
-    std::lock_guard lock(mu_);
-    --inside_;
+    std::lock_guard lock(o.mu);
+    --o.inside;
     return out;
-  }
-  int most() {
-    std::lock_guard lock(mu_);
-    return most_;
   }
 
  private:
+  const std::shared_ptr<Overlap> overlap_;
   const int together_;
   const std::chrono::milliseconds limit_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int inside_ = 0, most_ = 0;
-  bool given_up_ = false;
 };
 
 class ModelRunnerTest : public ::testing::Test {
@@ -110,24 +116,23 @@ class ModelRunnerTest : public ::testing::Test {
 // flight the backend sees two Embed calls at once; with one, never (the backend waits up to
 // 2 s for a second call, which never comes).
 TEST_F(ModelRunnerTest, TwoBatchesInFlightOverlap) {
-  auto backend = std::make_unique<OverlapBackend>(2, 5s);
-  OverlapBackend* b = backend.get();
-  const auto answered = Serve(std::move(backend), 2, 4, 16, 3);
+  auto overlap = std::make_shared<Overlap>();
+  const auto answered = Serve(std::make_unique<OverlapBackend>(overlap, 2, 5s), 2, 4, 16, 3);
   EXPECT_EQ(answered.size(), 16u);
-  EXPECT_EQ(b->most(), 2) << "two batches ran at once";
+  EXPECT_EQ(overlap->most(), 2) << "two batches ran at once";
 }
 
 TEST_F(ModelRunnerTest, OneBatchInFlightNeverOverlaps) {
-  auto backend = std::make_unique<OverlapBackend>(2, 50ms);
-  OverlapBackend* b = backend.get();
-  const auto answered = Serve(std::move(backend), 1, 4, 8, 3);
+  auto overlap = std::make_shared<Overlap>();
+  const auto answered = Serve(std::make_unique<OverlapBackend>(overlap, 2, 50ms), 1, 4, 8, 3);
   EXPECT_EQ(answered.size(), 8u);
-  EXPECT_EQ(b->most(), 1);
+  EXPECT_EQ(overlap->most(), 1);
 }
 
 // A request split over batches that run at once still gets one reply, its vectors in order.
 TEST_F(ModelRunnerTest, RequestsSplitOverConcurrentBatchesGetOneReplyEach) {
-  const auto answered = Serve(std::make_unique<OverlapBackend>(4, 20ms), 4, 3, 50, 7);
+  const auto answered =
+      Serve(std::make_unique<OverlapBackend>(std::make_shared<Overlap>(), 4, 20ms), 4, 3, 50, 7);
   std::vector<std::uint64_t> sorted = answered;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "one reply each";
