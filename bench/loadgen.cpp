@@ -114,8 +114,9 @@ const std::vector<std::string> kBuiltinTexts = {
 };
 
 struct Config {
-  std::string router;
-  std::string http;  // the gateway's base URL: HTTP mode
+  std::string router;                // one endpoint, or several comma-separated
+  std::vector<std::string> routers;  // `router` split: client i uses routers[i % size]
+  std::string http;                  // the gateway's base URL: HTTP mode
   std::string model;
   int texts_per_request = 1;
   double duration_s = 10;
@@ -187,12 +188,12 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 class Connection {
  public:
   Connection(zmq::context_t& context, const Config& config, const std::vector<std::string>& texts,
-             std::uint64_t seed)
+             std::uint64_t seed, int index)
       : config_(config), texts_(texts), socket_(context, zmq::socket_type::dealer), rng_(seed) {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.set(zmq::sockopt::sndhwm, 0);
     socket_.set(zmq::sockopt::rcvhwm, 0);
-    socket_.connect(config.router);
+    socket_.connect(config.routers[static_cast<std::size_t>(index) % config.routers.size()]);
   }
 
   // Sends one request; `start` is when its latency starts counting.
@@ -301,7 +302,8 @@ std::chrono::milliseconds Until(Clock::time_point t) {
 // Closed loop: keep `window` requests in flight until the window ends, then drain.
 Tally RunClosed(zmq::context_t& context, const Config& config,
                 const std::vector<std::string>& texts, const Window& window, int index) {
-  Connection c(context, config, texts, config.seed * 1'000'003 + static_cast<std::uint64_t>(index));
+  Connection c(context, config, texts, config.seed * 1'000'003 + static_cast<std::uint64_t>(index),
+               index);
   while (Clock::now() < window.end) {
     while (c.in_flight() < static_cast<std::size_t>(config.window)) {
       const auto now = Clock::now();
@@ -370,7 +372,7 @@ Tally RunHttp(const Config& config, const std::vector<std::string>& texts, const
 Tally RunOpen(zmq::context_t& context, const Config& config, const std::vector<std::string>& texts,
               Clock::time_point t0, const Window& window, int index, double qps) {
   const std::uint64_t seed = config.seed * 1'000'003 + static_cast<std::uint64_t>(index);
-  Connection c(context, config, texts, seed ^ 0x5eed);
+  Connection c(context, config, texts, seed ^ 0x5eed, index);
   std::mt19937_64 arrivals(seed);
   std::exponential_distribution<double> gap_s(qps);
   auto next_gap = [&] {
@@ -425,7 +427,7 @@ nlohmann::json LatencyJson(std::vector<double> v) {
 nlohmann::json RouterStatus(zmq::context_t& context, const Config& config) {
   zmq::socket_t socket(context, zmq::socket_type::dealer);
   socket.set(zmq::sockopt::linger, 0);
-  socket.connect(config.router);
+  socket.connect(config.routers.front());  // the first router's view
   ember::protocol::ControlRequest control{ember::protocol::ControlOp::kStatus};
   ember::protocol::SendDealt(socket, ember::protocol::Command::kControl, 1,
                              ember::protocol::Encode(control));
@@ -547,7 +549,9 @@ int main(int argc, char** argv) {
   bool dump_texts = false;
   app.add_flag("--dump-texts", dump_texts,
                "print the built-in texts, one per line, and exit (to feed other benches)");
-  auto* router = app.add_option("--router", config.router, "router frontend endpoint");
+  auto* router = app.add_option(
+      "--router", config.router,
+      "router frontend endpoint; several, comma-separated: client i uses the (i mod n)-th");
   auto* http = app.add_option("--http", config.http,
                               "the HTTP gateway's base URL instead (OpenAI API, closed loop)");
   auto* model = app.add_option("--model", config.model, "model name");
@@ -606,6 +610,12 @@ int main(int argc, char** argv) {
   }
   if (http->count()) config.window = 1;  // HTTP/1.1: one request in flight per connection
   if (!router->count()) config.router_status = false;
+  for (std::size_t start = 0; router->count();) {
+    const std::size_t comma = config.router.find(',', start);
+    config.routers.push_back(config.router.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
 
   std::vector<std::string> texts;
   try {

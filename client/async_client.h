@@ -18,6 +18,10 @@
 // is idempotent), each at most EmbedOptions::attempts times in all (0: once per router);
 // one out of attempts fails with that error. Unlike Client it does not fail back to its home
 // router once it moved: it stays with the router that answers.
+//
+// A router admits at most its max-in-flight-per-client requests (4096 by default) from one
+// connection; beyond that they are answered OVERLOADED. A program that keeps more in flight
+// uses several AsyncClients, or raises that router setting.
 #ifndef EMBER_CLIENT_ASYNC_CLIENT_H_
 #define EMBER_CLIENT_ASYNC_CLIENT_H_
 

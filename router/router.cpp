@@ -42,6 +42,7 @@ void ConfigureRouterSocket(zmq::socket_t& socket, bool handover) {
 
 Router::State::State(RouterOptions o)
     : options(std::move(o)),
+      context(options.io_threads),
       frontend(context, zmq::socket_type::router),
       backend(context, zmq::socket_type::router),
       transport(frontend, backend),

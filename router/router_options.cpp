@@ -97,6 +97,13 @@ const settings::Table<RouterOptions>& RouterSettings() {
          [](auto& o) -> auto& { return o.max_text_bytes; }, 1, std::int64_t{1} << 32)
         .Doc("Bytes of one text.");
     t.Int(
+         "io-threads", "ZeroMQ I/O threads for the sockets' reads and writes",
+         [](auto& o) -> auto& { return o.io_threads; }, 1, 64)
+        .Doc(
+            "ZeroMQ I/O threads: each connection's reads and writes run on one of them. On an\n"
+            "H200 host one thread was busy 0.73 of its time at 58k one-text requests/s\n"
+            "(docs/performance.md \"Served on an H200\"); more spread the connections.");
+    t.Int(
          "max-in-flight-per-client", "requests one client may have in flight before OVERLOADED",
          [](auto& o) -> auto& { return o.max_in_flight_per_client; }, 1, 10'000'000)
         .Doc("Requests one client may have in flight.");

@@ -22,6 +22,8 @@ struct ModelOptions {
 struct RouterOptions {
   std::string frontend = "tcp://127.0.0.1:5555";  // clients connect here
   std::string backend = "tcp://127.0.0.1:5556";   // workers connect here
+  // ZeroMQ I/O threads: each connection's reads and writes run on one of them.
+  int io_threads = 1;
   std::chrono::milliseconds heartbeat_interval{1000};
   int liveness = 3;  // heartbeats a worker may miss before it is dead
   std::chrono::milliseconds default_timeout{30000};  // for requests without one

@@ -19,6 +19,8 @@
 #   EMBER_GPU_BENCH_OUT=DIR (default $build/gpu-bench)    EMBER_GPU_BENCH_SECONDS=8 (per run)
 #   EMBER_GPU_BENCH_DTYPES="fp16" (default "fp32 fp16 bf16"; the HTTP and open-loop runs use the
 #     second, or the only one)      EMBER_GPU_BENCH_PEERS=0: skip the peers
+#   EMBER_GPU_BENCH_ROUTERS=2: routers side by side (the worker on all, loadgen clients spread
+#     over them); EMBER_GPU_BENCH_IO_THREADS=2: each router's ZeroMQ I/O threads (default 1)
 #   EMBER_GPU_BENCH_TESTS=0: skip building and running cuda_encoder_test (~1-2 min less)
 #   EMBER_GPU_BENCH_DEEP=1: also 1 text/request with twice the requests in flight
 #   EMBER_GPU_BENCH_ALT_TOKENS=65536: the token budget of the "tokalt" run, against the default
@@ -117,21 +119,32 @@ if [[ $dry != 1 ]]; then
     > "$dir/config.toml"
   models+=(minilm-fp16-alt)
 fi
-frontend="ipc://$TMP/frontend"
+routers_n="${EMBER_GPU_BENCH_ROUTERS:-1}"
+frontends=(); backends=()
+for i in $(seq 0 $(( routers_n - 1 ))); do
+  frontends+=("ipc://$TMP/frontend$i"); backends+=("ipc://$TMP/backend$i")
+  "$build/router/ember-router" --frontend "${frontends[$i]}" --backend "${backends[$i]}" \
+    --io-threads "${EMBER_GPU_BENCH_IO_THREADS:-1}" --log-level warn > "$out/router$i.log" 2>&1 &
+  PIDS+=($!)
+  (( i == 0 )) && router_pid=$!  # the one profiled
+done
+frontend="${frontends[0]}"
+all_frontends=$(IFS=,; echo "${frontends[*]}")  # loadgen spreads its clients over them
 port=$(( 20000 + RANDOM % 20000 ))
-"$build/router/ember-router" --frontend "$frontend" --backend "ipc://$TMP/backend" \
-  --log-level warn > "$out/router.log" 2>&1 & PIDS+=($!); router_pid=$!
 loads=(); for m in "${models[@]}"; do loads+=(--load "$m"); done
-CUDA_VISIBLE_DEVICES=0 "$build/worker/ember-worker" --router "ipc://$TMP/backend" --id gpu \
+worker_routers=(); for b in "${backends[@]}"; do worker_routers+=(--router "$b"); done
+CUDA_VISIBLE_DEVICES=0 "$build/worker/ember-worker" "${worker_routers[@]}" --id gpu \
   --device "$device" --repository "$repo" "${loads[@]}" --log-level warn \
   > "$out/worker.log" 2>&1 & PIDS+=($!); worker_pid=$!
 "$build/gateway/ember-gateway" --router "$frontend" --listen "127.0.0.1:$port" --log-level warn \
   > "$out/gateway.log" 2>&1 & PIDS+=($!); gateway_pid=$!
 t=$(date +%s)
 up=1
-for m in "${models[@]}"; do ember_wait_for "$ctl" "$frontend" "$m( |$)" 1 600 || up=0; done
+for f in "${frontends[@]}"; do
+  for m in "${models[@]}"; do ember_wait_for "$ctl" "$f" "$m( |$)" 1 600 || up=0; done
+done
 if [[ $up == 1 ]]; then
-  step "cluster up" ok "$(elapsed "$t")" "router, worker ($device), gateway on :$port"
+  step "cluster up" ok "$(elapsed "$t")" "$routers_n router(s), worker ($device), gateway on :$port"
 else
   step "cluster up" FAIL "$(elapsed "$t")" "$(tail -2 "$out/worker.log" | tr '\n' ' ')"
   exit 1
@@ -180,9 +193,9 @@ run() {
 
 for dtype in "${dtypes[@]}"; do
   p=0; [[ $dtype == fp16 || $dry == 1 ]] && p=1
-  PROFILE=$p run "zmq-$dtype-1" --router "$frontend" --model "minilm-$dtype" --concurrency "$c1" \
+  PROFILE=$p run "zmq-$dtype-1" --router "$all_frontends" --model "minilm-$dtype" --concurrency "$c1" \
     --window "$w1" --texts-per-request 1
-  run "zmq-$dtype-32" --router "$frontend" --model "minilm-$dtype" --concurrency "$c32" --window 2 \
+  run "zmq-$dtype-32" --router "$all_frontends" --model "minilm-$dtype" --concurrency "$c32" --window 2 \
     --texts-per-request 32
 done
 main="${dtypes[1]:-${dtypes[0]}}"  # fp16 on the GPU
@@ -191,16 +204,16 @@ PROFILE=1 run "http-$main-1" --http "http://127.0.0.1:$port" --model "minilm-$ma
 run "http-$main-32" --http "http://127.0.0.1:$port" --model "minilm-$main" --concurrency "$h32" \
   --texts-per-request 32
 if [[ $dry != 1 ]]; then
-  run "tokalt-fp16-1" --router "$frontend" --model minilm-fp16-alt --concurrency "$c1" \
+  run "tokalt-fp16-1" --router "$all_frontends" --model minilm-fp16-alt --concurrency "$c1" \
     --window "$w1" --texts-per-request 1
 fi
 if [[ ${EMBER_GPU_BENCH_DEEP:-0} == 1 ]]; then  # twice the texts in flight: latency-bound or not
-  run "deep-$main-1" --router "$frontend" --model "minilm-$main" --concurrency "$c1" \
+  run "deep-$main-1" --router "$all_frontends" --model "minilm-$main" --concurrency "$c1" \
     --window $(( 2 * w1 )) --texts-per-request 1
 fi
 if [[ -f "$out/zmq-$main-1.json" ]]; then
   qps=$(jq '.qps * 0.8' "$out/zmq-$main-1.json")
-  run "open80-$main-1" --router "$frontend" --model "minilm-$main" --qps "$qps" --connections 16 \
+  run "open80-$main-1" --router "$all_frontends" --model "minilm-$main" --qps "$qps" --connections 16 \
     --texts-per-request 1
 fi
 ember_stop_all

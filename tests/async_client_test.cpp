@@ -37,6 +37,7 @@ TEST(AsyncClientClusterTest, ManyRequestsInFlightOnOneConnection) {
   options.workers = 1;
   options.models = {"tiny=" + TinyModelDir() + "/model.pt"};
   options.worker_args = {"--max-queue-delay-us", "20000"};
+  options.router_args = {"--io-threads", "2"};  // and the router with two ZeroMQ I/O threads
   Cluster cluster(options);
   ASSERT_TRUE(cluster.WaitForWorkers(1));
   const Reference reference = LoadTinyReference();
