@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <zmq.hpp>
 
+#include "client/embed_call.h"
 #include "client/router_connection.h"
 #include "client/router_list.h"
 #include "common/protocol.h"
@@ -67,8 +68,7 @@ struct AsyncClient::Impl {
   // Settles the request: it leaves the books first (in_flight() never counts a request whose
   // future is ready), and its promise is returned for the caller to fulfil.
   std::promise<Embeddings> Finish(std::unordered_map<std::uint64_t, Request>::iterator it);
-  void Fail(std::unordered_map<std::uint64_t, Request>::iterator it, ErrorCode code,
-            const std::string& message);
+  void Fail(std::unordered_map<std::uint64_t, Request>::iterator it, Error error);
 
   const ClientOptions options;
   const int router_count;  // read by callers (the I/O thread owns `routers`)
@@ -117,16 +117,10 @@ std::size_t AsyncClient::in_flight() const { return impl_->in_flight.load(); }
 std::future<Embeddings> AsyncClient::Embed(std::string_view model, std::vector<std::string> texts,
                                            const EmbedOptions& options) {
   Request r;
-  r.texts = texts.size();
+  r.texts = texts.size();  // before the texts move into the body
   r.timeout = options.timeout;
   r.attempts = options.attempts > 0 ? options.attempts : impl_->router_count;
-  protocol::EmbedRequest request;
-  request.model = std::string(model);
-  request.version = options.version;
-  request.inputs = std::move(texts);
-  request.timeout_ms = static_cast<std::uint32_t>(options.timeout.count());
-  request.truncate = options.truncate;
-  r.body = protocol::Encode(request);
+  r.body = embed_call::EncodeRequest(model, std::move(texts), options);
   std::future<Embeddings> future = r.promise.get_future();
   ++impl_->in_flight;
   std::lock_guard lock(impl_->mu);
@@ -162,9 +156,8 @@ std::promise<Embeddings> AsyncClient::Impl::Finish(
   return promise;
 }
 
-void AsyncClient::Impl::Fail(std::unordered_map<std::uint64_t, Request>::iterator it,
-                             ErrorCode code, const std::string& message) {
-  Finish(it).set_exception(std::make_exception_ptr(Error(code, message)));
+void AsyncClient::Impl::Fail(std::unordered_map<std::uint64_t, Request>::iterator it, Error error) {
+  Finish(it).set_exception(std::make_exception_ptr(std::move(error)));
 }
 
 void AsyncClient::Impl::TakeQueued(Clock::time_point now) {
@@ -212,7 +205,7 @@ void AsyncClient::Impl::FailOver(ErrorCode code, const std::string& message,
   for (const std::uint64_t id : ids) {
     const auto it = pending.find(id);
     if (it->second.attempt >= it->second.attempts) {
-      Fail(it, code, message);
+      Fail(it, Error(code, message));
       continue;
     }
     deadlines.erase(it->second.deadline);
@@ -230,30 +223,26 @@ void AsyncClient::Impl::Receive(Clock::time_point now) {
     routers.Answered(router);
     Request& r = it->second;
     if (message.command == Command::kError) {
-      protocol::ErrorBody e;
-      if (!protocol::Decode(message.body(), &e, &error)) {
-        Fail(it, ErrorCode::kInternal, "malformed error reply: " + error);
-      } else if (e.code == ErrorCode::kUnavailable && r.attempt < r.attempts) {
-        FailOver(e.code, e.message, now);  // as Client: UNAVAILABLE moves to the next router
-        return;                            // this connection is gone
-      } else {
-        Fail(it, e.code, e.message);
+      Error e = embed_call::ErrorOf(message.body());
+      if (e.code() == ErrorCode::kUnavailable && r.attempt < r.attempts) {
+        FailOver(e.code(), e.what(), now);  // as Client: UNAVAILABLE moves to the next router
+        return;                             // this connection is gone
       }
+      Fail(it, std::move(e));
       continue;
     }
-    protocol::EmbedReply reply;
     if (message.command != Command::kReply) {
-      Fail(it, ErrorCode::kInternal,
-           "unexpected " + std::string(protocol::CommandName(message.command)));
-    } else if (!protocol::Decode(message.body(), &reply, &error)) {
-      Fail(it, ErrorCode::kInternal, "malformed embedding reply: " + error);
-    } else if (reply.count != r.texts) {
-      Fail(it, ErrorCode::kInternal,
-           "reply has " + std::to_string(reply.count) + " vectors for " + std::to_string(r.texts) +
-               " texts");
-    } else {
-      const int attempt = r.attempt;
-      Finish(it).set_value(Embeddings(std::move(reply), attempt, routers.endpoint(router)));
+      Fail(it, Error(ErrorCode::kInternal,
+                     "unexpected " + std::string(protocol::CommandName(message.command))));
+      continue;
+    }
+    const int attempt = r.attempt;
+    try {
+      Embeddings e =
+          embed_call::EmbeddingsOf(message.body(), r.texts, attempt, routers.endpoint(router));
+      Finish(it).set_value(std::move(e));
+    } catch (const Error& e) {
+      Fail(it, e);
     }
   }
 }
@@ -324,7 +313,7 @@ void AsyncClient::Impl::Run() {
   }
   // Closed: whatever is left fails, queued or in flight.
   for (auto it = pending.begin(); it != pending.end(); it = pending.begin()) {
-    Fail(it, ErrorCode::kUnavailable, "client closed before the router answered");
+    Fail(it, Error(ErrorCode::kUnavailable, "client closed before the router answered"));
   }
 }
 

@@ -4,6 +4,7 @@
 #include <optional>
 #include <zmq.hpp>
 
+#include "client/embed_call.h"
 #include "common/protocol.h"
 
 namespace ember {
@@ -132,13 +133,7 @@ std::string Client::CallOnce(std::uint8_t command, const std::string& body,
       continue;  // a late reply to an earlier call that timed out
     }
     answered_ = true;
-    if (message.command == Command::kError) {
-      protocol::ErrorBody e;
-      if (!protocol::Decode(message.body(), &e, &error)) {
-        throw Error(ErrorCode::kInternal, "malformed error reply: " + error);
-      }
-      throw Error(e.code, e.message);
-    }
+    if (message.command == Command::kError) throw embed_call::ErrorOf(message.body());
     if (message.command != Command::kReply) {
       throw Error(ErrorCode::kInternal,
                   "unexpected " + std::string(protocol::CommandName(message.command)));
@@ -149,26 +144,11 @@ std::string Client::CallOnce(std::uint8_t command, const std::string& body,
 
 Embeddings Client::Embed(std::string_view model, const std::vector<std::string>& texts,
                          const EmbedOptions& options) {
-  protocol::EmbedRequest request;
-  request.model = std::string(model);
-  request.version = options.version;
-  request.inputs = texts;
-  request.timeout_ms = static_cast<std::uint32_t>(options.timeout.count());
-  request.truncate = options.truncate;
   int attempts = 0;
-  const std::string body =
-      Call(static_cast<std::uint8_t>(Command::kRequest), protocol::Encode(request), options.timeout,
-           AttemptsFor(options.attempts), Resend::kIfUnanswered, &attempts);
-  protocol::EmbedReply reply;
-  std::string error;
-  if (!protocol::Decode(body, &reply, &error)) {
-    throw Error(ErrorCode::kInternal, "malformed embedding reply: " + error);
-  }
-  if (reply.count != texts.size()) {
-    throw Error(ErrorCode::kInternal, "reply has " + std::to_string(reply.count) + " vectors for " +
-                                          std::to_string(texts.size()) + " texts");
-  }
-  return Embeddings(std::move(reply), attempts, routers_.endpoint(connected_));
+  const std::string body = Call(static_cast<std::uint8_t>(Command::kRequest),
+                                embed_call::EncodeRequest(model, texts, options), options.timeout,
+                                AttemptsFor(options.attempts), Resend::kIfUnanswered, &attempts);
+  return embed_call::EmbeddingsOf(body, texts.size(), attempts, routers_.endpoint(connected_));
 }
 
 protocol::StatusReply Client::Status(std::chrono::milliseconds timeout) {

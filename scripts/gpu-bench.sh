@@ -103,21 +103,18 @@ head -n "$peer_count" "$out/passages.txt" > "$out/peer-passages.txt"
 # sets the precision; the files are links to the generated model).
 ember_scratch gpu-bench
 repo="$TMP/repo"
-for dtype in "${dtypes[@]}"; do
-  dir="$repo/minilm-$dtype/1"
-  mkdir -p "$dir"
-  for f in "$model"/*; do ln -s "$f" "$dir/"; done
-  printf 'precision = "%s"\n' "$dtype" > "$dir/config.toml"
-done
+models=()
+version() {  # NAME LINE...: repository version NAME/1, the generated model, config.toml LINEs
+  mkdir -p "$repo/$1/1"
+  for f in "$model"/*; do ln -s "$f" "$repo/$1/1/"; done
+  printf '%s\n' "${@:2}" > "$repo/$1/1/config.toml"
+  models+=("$1")
+}
+for dtype in "${dtypes[@]}"; do version "minilm-$dtype" "precision = \"$dtype\""; done
 # The default token budget (32768 on cuda) against another, fp16 (run "tokalt-fp16-1").
-models=("${dtypes[@]/#/minilm-}")
 if [[ $dry != 1 ]]; then
-  dir="$repo/minilm-fp16-alt/1"
-  mkdir -p "$dir"
-  for f in "$model"/*; do ln -s "$f" "$dir/"; done
-  printf 'precision = "fp16"\nmax-batch-tokens = %s\n' "${EMBER_GPU_BENCH_ALT_TOKENS:-65536}" \
-    > "$dir/config.toml"
-  models+=(minilm-fp16-alt)
+  version minilm-fp16-alt 'precision = "fp16"' \
+    "max-batch-tokens = ${EMBER_GPU_BENCH_ALT_TOKENS:-65536}"
 fi
 routers_n="${EMBER_GPU_BENCH_ROUTERS:-1}"
 frontends=(); backends=()

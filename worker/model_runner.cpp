@@ -16,7 +16,9 @@ ModelRunner::ModelRunner(std::string worker_id, protocol::ModelInfo info,
       info_(std::move(info)),
       backend_(std::move(backend)),
       slowdown_(std::max(options.slowdown, 1.0)),
-      tokenizers_(std::move(options.tokenizers)),
+      // No pool given: one without threads, which runs every task on the scheduler thread.
+      tokenizers_(options.tokenizers ? std::move(options.tokenizers)
+                                     : std::make_shared<TokenizerPool>(0)),
       batcher_(std::move(options.batcher)),
       in_flight_limit_(std::max(options.batches_in_flight, 1)),
       inference_threads_(in_flight_limit_) {
@@ -109,12 +111,8 @@ void ModelRunner::ScheduleLoop() {
       lock.unlock();
       std::vector<Request> requests(jobs.size());
       std::vector<std::optional<Outcome>> failures(jobs.size());
-      const auto admit = [&](std::size_t k) { failures[k] = Admit(jobs[k], &requests[k]); };
-      if (tokenizers_) {
-        tokenizers_->Run(jobs.size(), admit);
-      } else {
-        for (std::size_t k = 0; k < jobs.size(); ++k) admit(k);
-      }
+      tokenizers_->Run(jobs.size(),
+                       [&](std::size_t k) { failures[k] = Admit(jobs[k], &requests[k]); });
       std::vector<std::pair<Job, Request>> admitted;
       for (std::size_t k = 0; k < jobs.size(); ++k) {
         if (failures[k]) {

@@ -117,7 +117,7 @@ class ModelRunner {
   const protocol::ModelInfo info_;
   const std::unique_ptr<engine::Backend> backend_;
   const double slowdown_;
-  const std::shared_ptr<TokenizerPool> tokenizers_;  // may be null
+  const std::shared_ptr<TokenizerPool> tokenizers_;
 
   std::mutex mu_;
   std::condition_variable schedule_cv_;                  // intake, model idle, stop

@@ -100,6 +100,30 @@ class _RouterList:
         self.current = i
 
 
+def _texts(texts):
+    """One request's texts (a str or a list of str) as a list; TypeError otherwise."""
+    if isinstance(texts, str):
+        texts = [texts]
+    texts = list(texts)
+    if not all(isinstance(t, str) for t in texts):
+        raise TypeError("texts must be str")
+    return texts
+
+
+def _embeddings(body, count):
+    """A REPLY body to a request of ``count`` texts; InternalError if it holds another number."""
+    embeddings = Embeddings(protocol.unpack(body))
+    if len(embeddings) != count:
+        raise InternalError("reply has %d vectors for %d texts" % (len(embeddings), count))
+    return embeddings
+
+
+def _error(body):
+    """An ERROR body as the EmberError subclass its code names."""
+    error = protocol.unpack(body)
+    return error_for(str(error.get("code", "INTERNAL")), str(error.get("message", "")))
+
+
 def _split(endpoints):
     if isinstance(endpoints, str):
         endpoints = endpoints.split(",")
@@ -230,11 +254,7 @@ class Client:
                   resend. Embedding is idempotent, so that is safe.
         Raises EmberError (a subclass per code) on any failure.
         """
-        if isinstance(texts, str):
-            texts = [texts]
-        texts = list(texts)
-        if not all(isinstance(t, str) for t in texts):
-            raise TypeError("texts must be str")
+        texts = _texts(texts)
         if not isinstance(model, str):
             raise TypeError("model must be a str")
         timeout = self.timeout if timeout is None else timeout
@@ -242,11 +262,7 @@ class Client:
         timeout_ms = max(1, int(round(timeout * 1000)))
         body = protocol.embed_request(model, texts, version=version, timeout_ms=timeout_ms,
                                       truncate=truncate)
-        reply = protocol.unpack(self._call(protocol.REQUEST, body, timeout, attempts))
-        embeddings = Embeddings(reply)
-        if len(embeddings) != len(texts):
-            raise InternalError("reply has %d vectors for %d texts" % (len(embeddings), len(texts)))
-        return embeddings
+        return _embeddings(self._call(protocol.REQUEST, body, timeout, attempts), len(texts))
 
     def embed_many(self, model, requests, window=64, version=0, truncate=True, timeout=None,
                    attempts=None):
@@ -262,10 +278,7 @@ class Client:
         """
         if isinstance(requests, str):
             raise TypeError("requests must be a list of requests (a str or a list of str each)")
-        requests = [[r] if isinstance(r, str) else list(r) for r in requests]
-        for texts in requests:
-            if not all(isinstance(t, str) for t in texts):
-                raise TypeError("texts must be str")
+        requests = [_texts(r) for r in requests]
         if not isinstance(model, str):
             raise TypeError("model must be a str")
         if window < 1:
@@ -314,19 +327,14 @@ class Client:
                     continue  # a late reply to an earlier call
                 index, _ = in_flight.pop(got_id)
                 if got_command == protocol.ERROR:
-                    error = protocol.unpack(got_body)
-                    code = str(error.get("code", "INTERNAL"))
-                    if code == UNAVAILABLE:
+                    error = _error(got_body)
+                    if error.code == UNAVAILABLE:
                         again.append(index)
                         continue
-                    raise error_for(code, str(error.get("message", "")))
+                    raise error
                 if got_command != protocol.REPLY:
                     raise InternalError("unexpected command %d" % got_command)
-                e = Embeddings(protocol.unpack(got_body))
-                if len(e) != len(requests[index]):
-                    raise InternalError("reply has %d vectors for %d texts" %
-                                        (len(e), len(requests[index])))
-                results[index] = e
+                results[index] = _embeddings(got_body, len(requests[index]))
         if healthy:
             self.router = endpoint
             self._routers.answered(self._connected)
@@ -422,8 +430,7 @@ class Client:
                 continue  # a late reply to an earlier call that timed out
             self._answered = True
             if got_command == protocol.ERROR:
-                error = protocol.unpack(got_body)
-                raise error_for(str(error.get("code", "INTERNAL")), str(error.get("message", "")))
+                raise _error(got_body)
             if got_command != protocol.REPLY:
                 raise InternalError("unexpected command %d" % got_command)
             return got_body

@@ -1,0 +1,41 @@
+#include "client/embed_call.h"
+
+#include "common/messages.h"
+
+namespace ember::embed_call {
+
+std::string EncodeRequest(std::string_view model, std::vector<std::string> texts,
+                          const EmbedOptions& options) {
+  protocol::EmbedRequest request;
+  request.model = std::string(model);
+  request.version = options.version;
+  request.inputs = std::move(texts);
+  request.timeout_ms = static_cast<std::uint32_t>(options.timeout.count());
+  request.truncate = options.truncate;
+  return protocol::Encode(request);
+}
+
+Error ErrorOf(std::string_view body) {
+  protocol::ErrorBody e;
+  std::string error;
+  if (!protocol::Decode(body, &e, &error)) {
+    return Error(ErrorCode::kInternal, "malformed error reply: " + error);
+  }
+  return Error(e.code, e.message);
+}
+
+Embeddings EmbeddingsOf(std::string_view body, std::size_t texts, int attempts,
+                        std::string router) {
+  protocol::EmbedReply reply;
+  std::string error;
+  if (!protocol::Decode(body, &reply, &error)) {
+    throw Error(ErrorCode::kInternal, "malformed embedding reply: " + error);
+  }
+  if (reply.count != texts) {
+    throw Error(ErrorCode::kInternal, "reply has " + std::to_string(reply.count) + " vectors for " +
+                                          std::to_string(texts) + " texts");
+  }
+  return Embeddings(std::move(reply), attempts, std::move(router));
+}
+
+}  // namespace ember::embed_call

@@ -1,0 +1,31 @@
+// What the SDK's two clients (client.h, async_client.h) share of one embedding call: the
+// request body they send and how they read the router's answer, so that both send the same
+// request and accept or refuse the same replies with the same errors.
+#ifndef EMBER_CLIENT_EMBED_CALL_H_
+#define EMBER_CLIENT_EMBED_CALL_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/client.h"
+#include "common/error_code.h"
+
+namespace ember::embed_call {
+
+// The encoded EmbedRequest for `texts` with `model` and `options` (its timeout is also the
+// router's deadline for it).
+std::string EncodeRequest(std::string_view model, std::vector<std::string> texts,
+                          const EmbedOptions& options);
+
+// An ERROR reply's body as the Error it names; INTERNAL if it cannot be read.
+Error ErrorOf(std::string_view body);
+
+// A REPLY body to a request of `texts` texts, as the caller gets it. Throws Error (INTERNAL)
+// if it cannot be read or holds another number of vectors.
+Embeddings EmbeddingsOf(std::string_view body, std::size_t texts, int attempts, std::string router);
+
+}  // namespace ember::embed_call
+
+#endif  // EMBER_CLIENT_EMBED_CALL_H_
