@@ -8,12 +8,14 @@
 #   - HTTP (OpenAI API, base64), fp16, 1 text/request (256 clients, the gateway's default
 #     threads) and 32 texts/request (64 clients);
 #   - fp16, 1 text/request, open loop at 80% of the closed-loop peak: p50 / p99;
-# sampling GPU busy % (nvidia-smi) during each, and the worker's, router's and gateway's CPU
-# per thread role (bench/profile/thread_cpu.py) during the fp16 runs. Then the peers on the same
-# passages: HF BertModel forward (bench/gpu/hf_forward.py: pre-tokenized, length-sorted, padded
-# batches of 512) and sentence-transformers encode (bench/gpu/st_encode.py). Ends with one table
-# (bench/gpu/serve_summary.py) and summary.json. Meant to fit in 8 minutes on an H200 with 16
-# cores, building from scratch (~140 s of it).
+# sampling GPU busy % (nvidia-smi) during each, the worker's own account of its batches (its
+# per-batch trace, bench/gpu/batch_trace.py), and the worker's, router's, gateway's and load
+# generator's CPU per thread role (bench/profile/thread_cpu.py) during the fp16 runs. Then the
+# peers on the same passages: HF BertModel forward (bench/gpu/hf_forward.py: pre-tokenized,
+# length-sorted, padded batches of 512) and sentence-transformers encode (bench/gpu/st_encode.py).
+# Ends with one table (bench/gpu/serve_summary.py) and summary.json. Meant to fit in 8 minutes on
+# an H200 with 16 cores, building from scratch (3-5 min of it; EMBER_GPU_BENCH_PREBUILT saves
+# that); fp16 alone without peers takes ~90 s after the build.
 #
 #   scripts/gpu-bench.sh                  EMBER_BUILD_DIR=build-cuda (default)
 #   EMBER_GPU_BENCH_OUT=DIR (default $build/gpu-bench)    EMBER_GPU_BENCH_SECONDS=8 (per run)
@@ -23,7 +25,13 @@
 #     over them); EMBER_GPU_BENCH_IO_THREADS=2: each router's ZeroMQ I/O threads (default 1)
 #   EMBER_GPU_BENCH_TESTS=0: skip building and running cuda_encoder_test (~1-2 min less)
 #   EMBER_GPU_BENCH_DEEP=1: also 1 text/request with twice the requests in flight
-#   EMBER_GPU_BENCH_ALT_TOKENS=65536: the token budget of the "tokalt" run, against the default
+#   EMBER_GPU_BENCH_ALT_TOKENS=65536: the token budget of the "tokalt" run, against the default;
+#     EMBER_GPU_BENCH_ALT_CONFIG='LINE' another config.toml line for that run instead
+#   EMBER_GPU_BENCH_PREBUILT=DIR: no build; the binaries in DIR (scripts/gpu-bundle.sh: built on
+#     another machine against the same LibTorch version, stripped, in the build tree's layout),
+#     the model generated into DIR/models; saves the build's 3-5 minutes of device time
+#   EMBER_GPU_BENCH_TRACE=0: the worker at --log-level warn instead of debug (default: its
+#     per-batch trace, summarised per run by bench/gpu/batch_trace.py)
 #   EMBER_GPU_BENCH_DRY=1: a dry run on the CPU (the existing build/, device cpu, fp32 only, short
 #     runs, small peers): every step but the GPU's, to check the script before a GPU is lent
 #
@@ -45,7 +53,10 @@ else
   seconds="${EMBER_GPU_BENCH_SECONDS:-8}"; warmup=3
   c1=256; w1=4; c32=32; h1=256; h32=64; peer_count=4096; peer_seconds=3
 fi
+prebuilt="${EMBER_GPU_BENCH_PREBUILT:-}"
+[[ -n $prebuilt ]] && build="$(cd "$prebuilt" && pwd)"
 out="${EMBER_GPU_BENCH_OUT:-$build/gpu-bench}"
+trace="${EMBER_GPU_BENCH_TRACE:-1}"
 start=$(date +%s)
 failed=0
 export HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error TQDM_DISABLE=1
@@ -60,7 +71,29 @@ if [[ $dry != 1 ]] && ! ember_gpu_prefix 0; then
 fi
 mkdir -p "$out"
 : > "$out/steps.txt"
-if [[ $dry != 1 ]]; then
+if [[ -n $prebuilt ]]; then
+  # LibTorch's libraries from this machine's torch (the binaries' RUNPATH names the other's).
+  torch_lib="${EMBER_GPU_PREFIX:-$("$py" -c 'import os, torch; print(os.path.dirname(torch.__file__) + "/share/cmake")')}/../../lib"
+  [[ -f $build/lib.tar.xz && ! -d $build/lib ]] && mkdir "$build/lib" && tar xJf "$build/lib.tar.xz" -C "$build/lib"
+  export LD_LIBRARY_PATH="$torch_lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:$build/lib"
+  [[ $dry != 1 ]] && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt"
+  [[ $dry == 1 ]] && echo "dry run on the CPU" > "$out/gpu.txt"
+  t=$(date +%s)
+  minilm="$build/models/minilm-l6-random"
+  vocab="$root/.device-models/vocab.txt"; [[ -f $vocab ]] || vocab="$root/build/models/minilm-l6-random/vocab.txt"
+  if missing=$(LD_LIBRARY_PATH="$LD_LIBRARY_PATH" ldd "$build/worker/ember-worker" | grep 'not found'); then
+    step "prebuilt" FAIL 0 "$(echo "$missing" | tr '\n' ' ')"
+    exit 1
+  fi
+  if [[ -f $minilm/model.safetensors ]] ||
+     { "$py" "$root/scripts/make_bert_model.py" "$minilm" --seed 0 > "$out/build.log" 2>&1 &&
+       cp "$vocab" "$minilm/vocab.txt"; }; then
+    step "prebuilt" ok "$(elapsed "$t")" "$build; model generated"
+  else
+    step "prebuilt" FAIL "$(elapsed "$t")" "$(tail -2 "$out/build.log" | tr '\n' ' ')"
+    exit 1
+  fi
+elif [[ $dry != 1 ]]; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt"
   t=$(date +%s)
   tests=(cuda_encoder_test); [[ ${EMBER_GPU_BENCH_TESTS:-1} == 0 ]] && tests=()
@@ -114,7 +147,7 @@ for dtype in "${dtypes[@]}"; do version "minilm-$dtype" "precision = \"$dtype\""
 # The default token budget (32768 on cuda) against another, fp16 (run "tokalt-fp16-1").
 if [[ $dry != 1 ]]; then
   version minilm-fp16-alt 'precision = "fp16"' \
-    "max-batch-tokens = ${EMBER_GPU_BENCH_ALT_TOKENS:-65536}"
+    "${EMBER_GPU_BENCH_ALT_CONFIG:-max-batch-tokens = ${EMBER_GPU_BENCH_ALT_TOKENS:-65536}}"
 fi
 routers_n="${EMBER_GPU_BENCH_ROUTERS:-1}"
 frontends=(); backends=()
@@ -131,7 +164,8 @@ port=$(( 20000 + RANDOM % 20000 ))
 loads=(); for m in "${models[@]}"; do loads+=(--load "$m"); done
 worker_routers=(); for b in "${backends[@]}"; do worker_routers+=(--router "$b"); done
 CUDA_VISIBLE_DEVICES=0 "$build/worker/ember-worker" "${worker_routers[@]}" --id gpu \
-  --device "$device" --repository "$repo" "${loads[@]}" --log-level warn \
+  --device "$device" --repository "$repo" "${loads[@]}" \
+  --log-level "$([[ $trace == 1 ]] && echo debug || echo warn)" \
   > "$out/worker.log" 2>&1 & PIDS+=($!); worker_pid=$!
 "$build/gateway/ember-gateway" --router "$frontend" --listen "127.0.0.1:$port" --log-level warn \
   > "$out/gateway.log" 2>&1 & PIDS+=($!); gateway_pid=$!
@@ -148,7 +182,8 @@ else
 fi
 
 # run NAME LOADGEN_ARGS...: one loadgen run with GPU busy sampled after the warm-up; with
-# PROFILE=1 also the worker's, router's and gateway's CPU per thread over the measured window.
+# PROFILE=1 also the worker's, router's, gateway's and load generator's CPU per thread over the
+# measured window but its last second.
 run() {
   local name="$1"; shift
   local t; t=$(date +%s)
@@ -157,26 +192,33 @@ run() {
     --json "$out/$name.json" "$@" > "$out/$name.txt" 2>&1 &
   local lg=$!
   sleep "$warmup"
-  local sampler=""
+  local sampler="" from; from=$(stat -c %s "$out/worker.log")
   if [[ $dry != 1 ]]; then
     nvidia-smi -i 0 --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 200 \
       > "$out/$name.gpu" 2>/dev/null & sampler=$!
   fi
   if [[ ${PROFILE:-0} == 1 ]]; then
-    for p in worker:$worker_pid router:$router_pid gateway:$gateway_pid; do
+    local loadgen_pid; loadgen_pid=$(pgrep -P "$lg")  # timeout's one child
+    local window=$(( ${seconds%.*} > 1 ? ${seconds%.*} - 1 : 1 ))
+    for p in worker:$worker_pid router:$router_pid gateway:$gateway_pid loadgen:$loadgen_pid; do
       "$py" "$root/bench/profile/thread_cpu.py" snap "${p#*:}" "$TMP/$name-${p%%:*}-a.json"
     done
-    sleep "$seconds"
-    for p in worker:$worker_pid router:$router_pid gateway:$gateway_pid; do
+    sleep "$window"  # a second short of the run's end, while the load generator still lives
+    for p in worker:$worker_pid router:$router_pid gateway:$gateway_pid loadgen:$loadgen_pid; do
       "$py" "$root/bench/profile/thread_cpu.py" snap "${p#*:}" "$TMP/$name-${p%%:*}-b.json"
     done
   fi
   wait "$lg"; local rc=$?
   [[ -n $sampler ]] && kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+  if [[ $trace == 1 ]]; then  # the worker's batches over the measured window (and the drain)
+    local model; model=$(grep -oP -- '--model \K\S+' <<< "$*")
+    "$py" "$root/bench/gpu/batch_trace.py" "$out/worker.log" "$from" "$(stat -c %s "$out/worker.log")" \
+      --model "$model" --json "$out/$name-batches.json" > "$out/$name-batches.txt" 2>&1
+  fi
   if [[ $rc == 0 ]]; then
     if [[ ${PROFILE:-0} == 1 ]]; then
-      local texts; texts=$(jq ".texts_per_s * $seconds" "$out/$name.json")
-      for role in worker router gateway; do
+      local texts; texts=$(jq ".texts_per_s * $window" "$out/$name.json")
+      for role in worker router gateway loadgen; do
         "$py" "$root/bench/profile/thread_cpu.py" report "$TMP/$name-$role-a.json" \
           "$TMP/$name-$role-b.json" "$texts" --json "$out/$name-cpu-$role.json" \
           > "$out/$name-cpu-$role.txt"

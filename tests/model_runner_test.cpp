@@ -1,5 +1,6 @@
 // ModelRunner's pipeline with a fake backend that takes time: how many batches it keeps in
-// flight, and that every request still gets exactly one reply in input order.
+// flight, that every request still gets exactly one reply in input order, and that a slow
+// tokenization holds up no other request.
 #include "worker/model_runner.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,9 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
 #include <zmq_addon.hpp>
 
 #include "common/protocol.h"
@@ -137,6 +141,68 @@ TEST_F(ModelRunnerTest, RequestsSplitOverConcurrentBatchesGetOneReplyEach) {
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "one reply each";
   EXPECT_EQ(sorted.size(), 50u);
+}
+
+// A gate a backend's Tokenize waits at (up to 5 s) for the text "slow".
+struct Gate {
+  void Open() {
+    std::lock_guard lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+};
+
+class SlowTokenizerBackend : public testing::FakeBackend {
+ public:
+  explicit SlowTokenizerBackend(std::shared_ptr<Gate> gate) : gate_(std::move(gate)) {}
+  std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
+    if (text == "slow") {
+      std::unique_lock lock(gate_->mu);
+      gate_->cv.wait_for(lock, 5s, [&] { return gate_->open; });
+    }
+    return FakeBackend::Tokenize(text, truncate);
+  }
+
+ private:
+  const std::shared_ptr<Gate> gate_;
+};
+
+// Issue 24: tokenizing is the tokenizer pool's, off the scheduler, so a request that is slow to
+// tokenize (a long text) holds up no other: the one behind it is batched and answered while
+// the first is still being tokenized. (When the scheduler tokenized each intake and waited for
+// it, the second reply came only after the first's tokenization.)
+TEST_F(ModelRunnerTest, ASlowTokenizationHoldsUpNoOtherRequest) {
+  zmq::socket_t results(context_, zmq::socket_type::pull);
+  results.bind(kEndpoint);
+  results.set(zmq::sockopt::rcvtimeo, 3'000);
+  auto gate = std::make_shared<Gate>();
+  RunnerOptions options;
+  options.batcher.max_queue_delay = 0us;
+  options.tokenizers = std::make_shared<TokenizerPool>(2);
+  const protocol::ModelInfo info{.name = "m", .version = 1, .dim = 4};
+  auto next_reply = [&]() -> std::optional<std::uint64_t> {
+    std::vector<zmq::message_t> frames;
+    if (!zmq::recv_multipart(results, std::back_inserter(frames))) return std::nullopt;
+    std::string error;
+    auto decoded = protocol::Decode(frames, &error);
+    if (!decoded || decoded->command != protocol::Command::kReply) return std::nullopt;
+    return decoded->request_id;
+  };
+  ModelRunner runner("w", info, std::make_unique<SlowTokenizerBackend>(gate), context_, kEndpoint,
+                     options);
+  for (const auto& [id, text] : {std::pair<std::uint64_t, std::string>{1, "slow"}, {2, "fast"}}) {
+    Job job;
+    job.request_id = id;
+    job.request.model = "m";
+    job.request.inputs = {text};
+    runner.Submit(std::move(job));
+  }
+  EXPECT_EQ(next_reply(), std::optional<std::uint64_t>(2)) << "answered while 1 tokenizes";
+  gate->Open();
+  EXPECT_EQ(next_reply(), std::optional<std::uint64_t>(1));
 }
 
 }  // namespace

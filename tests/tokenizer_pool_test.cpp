@@ -1,5 +1,5 @@
-// worker/tokenizer_pool.h: every index exactly once, concurrent Runs, real parallelism, and
-// the no-thread pool.
+// worker/tokenizer_pool.h: every task exactly once, tasks from several threads, real
+// parallelism, the queue run out at destruction, and the no-thread pool.
 #include "worker/tokenizer_pool.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -15,61 +17,109 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(TokenizerPool, EveryIndexRunsExactlyOnce) {
+// Counts finished tasks and waits (bounded) for a number of them.
+class Done {
+ public:
+  void Add() {
+    std::lock_guard lock(mu_);
+    ++n_;
+    cv_.notify_all();
+  }
+  bool WaitFor(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 10s, [&] { return n_ >= n; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int n_ = 0;
+};
+
+TEST(TokenizerPool, EveryTaskRunsExactlyOnce) {
   TokenizerPool pool(3);
   std::vector<std::atomic<int>> calls(10'000);
-  pool.Run(calls.size(), [&](std::size_t i) { ++calls[i]; });
+  Done done;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    pool.Post([&, i] {
+      ++calls[i];
+      done.Add();
+    });
+  }
+  ASSERT_TRUE(done.WaitFor(static_cast<int>(calls.size())));
   EXPECT_TRUE(std::ranges::all_of(calls, [](const auto& c) { return c == 1; }));
-  pool.Run(0, [](std::size_t) { ADD_FAILURE() << "no work, no call"; });
 }
 
-// Several models' schedulers share the pool: their Runs overlap and each gets all its work.
-TEST(TokenizerPool, ConcurrentRunsEachCompleteTheirOwn) {
+// Several models share the pool: tasks posted from several threads all run, once.
+TEST(TokenizerPool, TasksFromSeveralThreadsAllRun) {
   TokenizerPool pool(2);
-  constexpr int kRunners = 4;
-  std::vector<std::vector<std::atomic<int>>> calls(kRunners);
-  for (auto& c : calls) c = std::vector<std::atomic<int>>(2'000);
-  std::vector<std::thread> runners;
-  for (int r = 0; r < kRunners; ++r) {
-    runners.emplace_back([&, r] {
-      for (int round = 0; round < 20; ++round) {
-        pool.Run(100,
-                 [&](std::size_t i) { ++calls[r][static_cast<std::size_t>(round) * 100 + i]; });
+  constexpr int kPosters = 4, kEach = 2'000;
+  std::vector<std::atomic<int>> calls(kPosters * kEach);
+  Done done;
+  std::vector<std::thread> posters;
+  for (int r = 0; r < kPosters; ++r) {
+    posters.emplace_back([&, r] {
+      for (int i = 0; i < kEach; ++i) {
+        pool.Post([&, k = static_cast<std::size_t>(r * kEach + i)] {
+          ++calls[k];
+          done.Add();
+        });
       }
     });
   }
-  for (auto& t : runners) t.join();
-  for (const auto& c : calls) {
-    EXPECT_TRUE(std::ranges::all_of(c, [](const auto& n) { return n == 1; }));
-  }
+  for (auto& t : posters) t.join();
+  ASSERT_TRUE(done.WaitFor(kPosters * kEach));
+  EXPECT_TRUE(std::ranges::all_of(calls, [](const auto& n) { return n == 1; }));
 }
 
-// Slow tasks (a tokenizer on long texts) run side by side: with 4 threads and the caller, 10
-// tasks of 30 ms overlap (sleeping needs no core, so this holds on a 2-core machine too).
+// Slow tasks (a tokenizer on long texts) run side by side: with 4 threads, 10 tasks of 30 ms
+// overlap (sleeping needs no core, so this holds on a 2-core machine too).
 TEST(TokenizerPool, TasksRunInParallel) {
   TokenizerPool pool(4);
   std::atomic<int> running{0}, most{0};
-  pool.Run(10, [&](std::size_t) {
-    const int now = ++running;
-    int seen = most;
-    while (now > seen && !most.compare_exchange_weak(seen, now)) {
-    }
-    std::this_thread::sleep_for(30ms);
-    --running;
-  });
+  Done done;
+  for (int i = 0; i < 10; ++i) {
+    pool.Post([&] {
+      const int now = ++running;
+      int seen = most;
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(30ms);
+      --running;
+      done.Add();
+    });
+  }
+  ASSERT_TRUE(done.WaitFor(10));
   EXPECT_GE(most.load(), 2);
 }
 
-TEST(TokenizerPool, WithoutThreadsTheCallerDoesEverything) {
+// A ModelRunner counts on it: what was posted runs, even when the pool goes first.
+TEST(TokenizerPool, DestructionRunsWhatIsQueued) {
+  std::atomic<int> calls{0};
+  {
+    TokenizerPool pool(1);
+    for (int i = 0; i < 100; ++i) {
+      pool.Post([&] {
+        std::this_thread::sleep_for(100us);
+        ++calls;
+      });
+    }
+  }
+  EXPECT_EQ(calls.load(), 100);
+}
+
+TEST(TokenizerPool, WithoutThreadsTheCallerRunsEachTaskAtOnce) {
   TokenizerPool pool(0);
   EXPECT_EQ(pool.threads(), 0);
   const auto caller = std::this_thread::get_id();
   int calls = 0;
-  pool.Run(5, [&](std::size_t) {
-    EXPECT_EQ(std::this_thread::get_id(), caller);
-    ++calls;
-  });
-  EXPECT_EQ(calls, 5);
+  for (int i = 0; i < 5; ++i) {
+    pool.Post([&] {
+      EXPECT_EQ(std::this_thread::get_id(), caller);
+      ++calls;
+    });
+    EXPECT_EQ(calls, i + 1);
+  }
 }
 
 }  // namespace

@@ -53,10 +53,62 @@ ModelRunner::~ModelRunner() {
 void ModelRunner::Submit(Job job) {
   {
     std::lock_guard lock(mu_);
-    intake_.push_back(std::move(job));
     ++unanswered_;
+    ++tokenizing_;
   }
-  schedule_cv_.notify_one();
+  // The job is tokenized and queued on the worker's tokenizer threads, so the scheduler only
+  // ever batches (TokenizerPool::Post: the caller's own thread where the pool has none).
+  tokenizers_->Post([this, job = std::make_shared<Job>(std::move(job))] { Intake(*job); });
+}
+
+void ModelRunner::Intake(Job& job) {
+  Request request;
+  std::optional<Outcome> failure = Admit(job, &request);
+  std::vector<Outcome> done;
+  std::lock_guard lock(mu_);
+  const bool was_empty = batcher_.size() == 0;
+  if (failure) {
+    done.push_back(std::move(*failure));
+  } else {
+    Queue(job, std::move(request), &done);
+  }
+  HandOver(done);
+  --tokenizing_;
+  // Wake the scheduler only when it has something new to decide: a first text starts its
+  // delay, a full queue makes a batch at once, and a stopping runner waits for this task.
+  // Notified under the lock: once it is released, the runner may be gone.
+  if (stop_ || (!ready_ && (was_empty || batcher_.Full()))) schedule_cv_.notify_one();
+}
+
+void ModelRunner::Queue(const Job& job, Request request, std::vector<Outcome>* done) {
+  const auto now = Clock::now();
+  std::vector<BatchItem> items(request.ids.size());
+  const auto deadline = job.request.timeout_ms > 0
+                            ? job.received + std::chrono::milliseconds(job.request.timeout_ms)
+                            : Clock::time_point::max();
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    items[i] = {job.request_id, static_cast<std::uint32_t>(i), request.ids[i].size(), now,
+                deadline};
+  }
+  if (items.size() > batcher_.options().max_queue) {
+    // It could never fit: a permanent refusal, not OVERLOADED (which the router retries).
+    done->push_back(Outcome{job.request_id,
+                            ErrorCode::kBadRequest,
+                            "request has " + std::to_string(items.size()) +
+                                " texts; the queue of model '" + info_.name + "' holds at most " +
+                                std::to_string(batcher_.options().max_queue) + " (max-queue)",
+                            {}});
+    return;
+  }
+  if (!batcher_.Add(items)) {
+    done->push_back(Outcome{job.request_id,
+                            ErrorCode::kOverloaded,
+                            "worker queue for model '" + info_.name + "' is full (" +
+                                std::to_string(batcher_.options().max_queue) + " texts)",
+                            {}});
+    return;
+  }
+  requests_.emplace(job.request_id, std::move(request));
 }
 
 bool ModelRunner::Idle() {
@@ -78,6 +130,7 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
     }
   }
   request->remaining = inputs.size();
+  request->received = job.received;
   request->vectors.resize(inputs.size() * info_.dim);
   return std::nullopt;
 }
@@ -102,58 +155,6 @@ void ModelRunner::ScheduleLoop() {
   std::vector<Outcome> done;
   std::unique_lock lock(mu_);
   for (;;) {
-    // Intake: tokenize outside the lock so the inference thread is never
-    // held up, the requests on the worker's tokenizer threads at once, then queue every text
-    // of a request, or none.
-    while (!intake_.empty()) {
-      std::deque<Job> jobs;
-      jobs.swap(intake_);
-      lock.unlock();
-      std::vector<Request> requests(jobs.size());
-      std::vector<std::optional<Outcome>> failures(jobs.size());
-      tokenizers_->Run(jobs.size(),
-                       [&](std::size_t k) { failures[k] = Admit(jobs[k], &requests[k]); });
-      std::vector<std::pair<Job, Request>> admitted;
-      for (std::size_t k = 0; k < jobs.size(); ++k) {
-        if (failures[k]) {
-          done.push_back(std::move(*failures[k]));
-        } else {
-          admitted.emplace_back(std::move(jobs[k]), std::move(requests[k]));
-        }
-      }
-      lock.lock();
-      const auto now = Clock::now();
-      for (auto& [job, request] : admitted) {
-        std::vector<BatchItem> items(request.ids.size());
-        const auto deadline = job.request.timeout_ms > 0
-                                  ? job.received + std::chrono::milliseconds(job.request.timeout_ms)
-                                  : Clock::time_point::max();
-        for (std::size_t i = 0; i < items.size(); ++i) {
-          items[i] = {job.request_id, static_cast<std::uint32_t>(i), request.ids[i].size(), now,
-                      deadline};
-        }
-        if (items.size() > batcher_.options().max_queue) {
-          // It could never fit: a permanent refusal, not OVERLOADED (which the router retries).
-          done.push_back(Outcome{job.request_id,
-                                 ErrorCode::kBadRequest,
-                                 "request has " + std::to_string(items.size()) +
-                                     " texts; the queue of model '" + info_.name +
-                                     "' holds at most " +
-                                     std::to_string(batcher_.options().max_queue) + " (max-queue)",
-                                 {}});
-          continue;
-        }
-        if (!batcher_.Add(items)) {
-          done.push_back(Outcome{job.request_id,
-                                 ErrorCode::kOverloaded,
-                                 "worker queue for model '" + info_.name + "' is full (" +
-                                     std::to_string(batcher_.options().max_queue) + " texts)",
-                                 {}});
-          continue;
-        }
-        requests_.emplace(job.request_id, std::move(request));
-      }
-    }
     const auto now = Clock::now();
     for (const BatchItem& item : batcher_.TakeExpired(now)) {
       Fail(item.request, ErrorCode::kTimeout, "deadline passed while queued in the worker", &done);
@@ -170,11 +171,14 @@ void ModelRunner::ScheduleLoop() {
       } else if (batcher_.Full()) {
         ready_ = batcher_.Take();
       }
-      if (ready_) infer_cv_.notify_one();
+      if (ready_) {
+        ready_at_ = now;
+        infer_cv_.notify_one();
+      }
     }
     HandOver(done);
-    if (stop_ && intake_.empty() && batcher_.size() == 0 && !ready_ && running_ == 0) break;
-    if (intake_.empty()) schedule_cv_.wait_until(lock, wake);
+    if (stop_ && tokenizing_ == 0 && batcher_.size() == 0 && !ready_ && running_ == 0) break;
+    schedule_cv_.wait_until(lock, wake);
   }
   scheduler_done_ = true;
   infer_cv_.notify_all();
@@ -190,7 +194,7 @@ void ModelRunner::InferLoop() {
     ready_.reset();
     ++running_;
     schedule_cv_.notify_one();  // the slot is empty: the scheduler may fill it meanwhile
-    RunBatch(std::move(batch), lock, &done);
+    RunBatch(std::move(batch), ready_at_, lock, &done);
     --running_;
     schedule_cv_.notify_one();  // a batch fewer runs: the scheduler may form the next
     HandOver(done);  // encoding and sending is the reply thread's: the next batch goes on
@@ -216,11 +220,12 @@ void ModelRunner::ReplyLoop(zmq::context_t& context, const std::string& endpoint
   }
 }
 
-void ModelRunner::RunBatch(std::vector<BatchItem> batch, std::unique_lock<std::mutex>& lock,
-                           std::vector<Outcome>* done) {
+void ModelRunner::RunBatch(std::vector<BatchItem> batch, Clock::time_point formed,
+                           std::unique_lock<std::mutex>& lock, std::vector<Outcome>* done) {
   // Fail expired texts' requests before they cost any compute, then skip
   // texts of requests that failed (now or meanwhile).
   const auto now = Clock::now();
+  const int running = running_;
   for (const BatchItem& item : batch) {
     if (item.deadline <= now) {
       Fail(item.request, ErrorCode::kTimeout, "deadline passed before inference", done);
@@ -251,10 +256,20 @@ void ModelRunner::RunBatch(std::vector<BatchItem> batch, std::unique_lock<std::m
     failure = e.what();
   }
   const auto took = Clock::now() - start;
-  spdlog::debug("model {}: batch of {} texts in {} us", info_.name, items.size(),
-                std::chrono::duration_cast<std::chrono::microseconds>(took).count());
   if (slowdown_ > 1.0) std::this_thread::sleep_for(took * (slowdown_ - 1.0));
   lock.lock();
+  BatchTrace trace{.texts = items.size(),
+                   .tokens = ids.tokens(),
+                   .running = running,
+                   .formed = formed,
+                   .picked = now,
+                   .start = start,
+                   .ran = took,
+                   .locked = Clock::now()};
+  for (const BatchItem& item : items) {
+    trace.oldest = std::min(trace.oldest, item.enqueued);
+    trace.newest = std::max(trace.newest, item.enqueued);
+  }
 
   const std::size_t dim = info_.dim;
   if (failure.empty() && vectors.size() != items.size() * dim) {
@@ -276,10 +291,31 @@ void ModelRunner::RunBatch(std::vector<BatchItem> batch, std::unique_lock<std::m
                 r.vectors.begin() + static_cast<std::ptrdiff_t>(items[k].index * dim));
     r.largest_batch = std::max(r.largest_batch, items.size());
     if (--r.remaining == 0) {
+      const auto stay = trace.locked - r.received;
+      trace.stay_sum += stay;
+      trace.stay_max = std::max(trace.stay_max, stay);
+      ++trace.answered;
       done->push_back(Outcome{it->first, std::nullopt, {}, std::move(r)});
       requests_.erase(it);
     }
   }
+  if (spdlog::should_log(spdlog::level::debug)) LogBatch(trace);
+}
+
+void ModelRunner::LogBatch(const BatchTrace& t) const {
+  // One line per batch, parsed by bench/gpu/batch_trace.py: times in microseconds.
+  const auto us = [](Clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+  };
+  spdlog::debug(
+      "batch model={} texts={} tokens={} running={} queued_oldest={} queued_newest={} "
+      "slot_wait={} pack={} embed={} lock_wait={} unpack={} answered={} stay_mean={} "
+      "stay_max={} end={}",
+      info_.name, t.texts, t.tokens, t.running, us(t.picked - t.oldest), us(t.picked - t.newest),
+      us(t.picked - t.formed), us(t.start - t.picked), us(t.ran), us(t.locked - t.start - t.ran),
+      us(Clock::now() - t.locked), t.answered,
+      t.answered ? us(t.stay_sum) / static_cast<long>(t.answered) : 0, us(t.stay_max),
+      us(Clock::now().time_since_epoch()));
 }
 
 void ModelRunner::Send(zmq::socket_t& results, std::vector<Outcome>& outcomes) {

@@ -1,9 +1,9 @@
 // Runs one model version: intake, dynamic batching, inference and replies on three
 // threads of its own, so the worker's socket thread never blocks.
 //
-//   socket thread --Submit--> scheduler thread: tokenizes (on the worker's
-//                             TokenizerPool), queues texts in the Batcher,
-//                             drops expired ones, forms batches
+//   socket thread --Submit--> the worker's TokenizerPool: tokenizes, queues the
+//                             texts in the Batcher (or answers a refusal)
+//                             --> scheduler thread: drops expired texts, forms batches
 //                             --one-slot hand-off--> inference threads (one per
 //                             batch in flight): run the backend, assemble each
 //                             request's vectors
@@ -88,6 +88,7 @@ class ModelRunner {
     std::vector<float> vectors;                  // count x dim
     std::size_t remaining = 0;
     std::size_t largest_batch = 0;
+    Clock::time_point received;  // by the worker (Job::received): for the batch trace
   };
   // A reply ready to send, built under the lock and sent outside it.
   struct Outcome {
@@ -104,11 +105,31 @@ class ModelRunner {
   void ReplyLoop(zmq::context_t& context, const std::string& endpoint);
   // Moves `done` to the reply thread's queue. Requires mu_.
   void HandOver(std::vector<Outcome>& done);
+  // A tokenizer task: Admit, then Queue under the lock, and wake the scheduler if it can act.
+  void Intake(Job& job);
   // Tokenizes a job outside the lock; an error becomes an Outcome.
   std::optional<Outcome> Admit(Job& job, Request* request);
+  // Queues the admitted request's texts in the batcher, or refuses it into `done` (more texts
+  // than max-queue: BAD_REQUEST; the queue full: OVERLOADED). Requires mu_.
+  void Queue(const Job& job, Request request, std::vector<Outcome>* done);
   // Runs one batch; called with `lock` held, releases it around inference.
-  void RunBatch(std::vector<BatchItem> batch, std::unique_lock<std::mutex>& lock,
-                std::vector<Outcome>* done);
+  void RunBatch(std::vector<BatchItem> batch, Clock::time_point formed,
+                std::unique_lock<std::mutex>& lock, std::vector<Outcome>* done);
+  // Where one batch's time went, logged at debug level and read by bench/gpu/batch_trace.py
+  // (docs/performance.md "The tokenizer pool takes the intake"): queued -> formed -> picked
+  // by an inference thread -> packed (start) -> ran -> the lock again (locked) -> vectors
+  // copied into their requests.
+  struct BatchTrace {
+    std::size_t texts = 0, tokens = 0;
+    int running = 0;  // batches running when this one was picked, itself included
+    Clock::time_point formed, picked, start;
+    Clock::duration ran{};
+    Clock::time_point locked;
+    Clock::time_point oldest = Clock::time_point::max(), newest = Clock::time_point::min();
+    std::size_t answered = 0;                // requests this batch completed
+    Clock::duration stay_sum{}, stay_max{};  // their time in the worker so far
+  };
+  void LogBatch(const BatchTrace& trace) const;
   void Fail(std::uint64_t request_id, ErrorCode code, const std::string& message,
             std::vector<Outcome>* done);  // requires mu_
   void Send(zmq::socket_t& results, std::vector<Outcome>& outcomes);
@@ -120,18 +141,19 @@ class ModelRunner {
   const std::shared_ptr<TokenizerPool> tokenizers_;
 
   std::mutex mu_;
-  std::condition_variable schedule_cv_;                  // intake, model idle, stop
-  std::condition_variable infer_cv_;                     // a batch is ready, stop
-  std::condition_variable reply_cv_;                     // replies_ gained some, or the end
-  std::deque<Job> intake_;                               // guarded by mu_
-  Batcher batcher_;                                      // guarded by mu_
+  std::condition_variable schedule_cv_;  // texts queued, a slot free, stop
+  std::condition_variable infer_cv_;     // a batch is ready, stop
+  std::condition_variable reply_cv_;     // replies_ gained some, or the end
+  int tokenizing_ = 0;                   // submitted jobs not yet queued or refused; guarded by mu_
+  Batcher batcher_;                      // guarded by mu_
   std::unordered_map<std::uint64_t, Request> requests_;  // guarded by mu_
   std::optional<std::vector<BatchItem>> ready_;          // guarded by mu_
-  std::size_t unanswered_ = 0;                           // guarded by mu_
-  const int in_flight_limit_;                            // batches run at once
-  int running_ = 0;                                      // batches running; guarded by mu_
-  bool stop_ = false;                                    // guarded by mu_
-  bool scheduler_done_ = false;                          // guarded by mu_
+  Clock::time_point ready_at_;   // when ready_ was formed (the batch trace); guarded by mu_
+  std::size_t unanswered_ = 0;   // guarded by mu_
+  const int in_flight_limit_;    // batches run at once
+  int running_ = 0;              // batches running; guarded by mu_
+  bool stop_ = false;            // guarded by mu_
+  bool scheduler_done_ = false;  // guarded by mu_
   std::deque<Outcome> replies_;  // finished requests for the reply thread; guarded by mu_
   int inference_threads_ = 0;    // inference threads not yet done; guarded by mu_
   std::thread scheduler_;

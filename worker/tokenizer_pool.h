@@ -1,12 +1,13 @@
-// A worker's tokenizer threads, shared by all its models: a ModelRunner's scheduler hands it
-// the requests of an intake and waits, so that texts are tokenized on several cores at once
-// (TEI runs one tokenizer worker per core). On one thread, tokenization caps a GPU worker far
-// below what its GPU can embed (issue 24). Backend::Tokenize is thread-safe, which this needs.
+// A worker's tokenizer threads, shared by all its models: a ModelRunner posts each request it
+// is handed here, and the task that tokenizes it also queues its texts for batching, so texts
+// are tokenized on several cores at once (TEI runs one tokenizer worker per core) and no
+// scheduler ever waits for a tokenizer. On one thread, or on the scheduler's, tokenization caps
+// a GPU worker far below what its GPU can embed (issue 24). Backend::Tokenize is thread-safe,
+// which this needs.
 #ifndef EMBER_WORKER_TOKENIZER_POOL_H_
 #define EMBER_WORKER_TOKENIZER_POOL_H_
 
 #include <condition_variable>
-#include <cstddef>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -17,16 +18,15 @@ namespace ember::worker {
 
 class TokenizerPool {
  public:
-  // `threads` helper threads; 0 makes Run work on the calling thread alone.
+  // `threads` threads; 0 makes Post run each task on the calling thread, before it returns.
   explicit TokenizerPool(int threads);
-  ~TokenizerPool();  // joins the threads; no Run may be in progress
+  ~TokenizerPool();  // runs every task still queued, then joins the threads
   TokenizerPool(const TokenizerPool&) = delete;
   TokenizerPool& operator=(const TokenizerPool&) = delete;
 
-  // Calls task(i) once for every i in [0, n), on the pool's threads and the calling thread,
-  // and returns when every call has returned. `task` must not throw. Thread-safe: the Runs of
-  // several models share the threads, oldest first.
-  void Run(std::size_t n, const std::function<void(std::size_t)>& task);
+  // Queues `task` to run once on one of the pool's threads, oldest first. `task` must not
+  // throw. Thread-safe: the models of a worker share the threads.
+  void Post(std::function<void()> task);
 
   int threads() const { return static_cast<int>(threads_.size()); }
 
@@ -34,23 +34,12 @@ class TokenizerPool {
   static int DefaultThreads();
 
  private:
-  // One Run's work. It lives on the Run's stack: Run returns only when no thread uses it.
-  struct Work {
-    const std::function<void(std::size_t)>* task;
-    std::size_t n;
-    std::size_t next = 0;  // the next index to hand out; guarded by mu_
-    std::size_t done = 0;  // calls that returned; guarded by mu_
-    int users = 0;         // threads working on it; guarded by mu_
-  };
-  // Takes indices of `work` until none are left; returns how many calls it made.
-  std::size_t Drain(Work& work, std::unique_lock<std::mutex>& lock);
   void Loop();
 
   std::mutex mu_;
-  std::condition_variable work_cv_;  // queue_ gained work, or stop_
-  std::condition_variable done_cv_;  // some Work finished
-  std::deque<Work*> queue_;          // Works with indices left; guarded by mu_
-  bool stop_ = false;                // guarded by mu_
+  std::condition_variable cv_;               // queue_ gained a task, or stop_
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  bool stop_ = false;                        // guarded by mu_
   std::vector<std::thread> threads_;
 };
 

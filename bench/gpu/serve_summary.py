@@ -50,7 +50,7 @@ def main():
     rows = []
     for p in sorted(glob.glob(os.path.join(d, "*-*-*.json"))):
         name = os.path.basename(p)[:-5]
-        if "-cpu-" in name or name.startswith(("hf-", "st-", "peer-", "passages")):
+        if "-cpu-" in name or name.endswith("-batches") or name.startswith(("hf-", "st-", "peer-", "passages")):
             continue
         r = load(p)
         if not r or "texts_per_s" not in r:
@@ -64,6 +64,7 @@ def main():
             "mean_batch": mean_batch(r), "gpu_busy_pct": gpu_busy(os.path.join(d, name + ".gpu")),
             "vs_hf": r["texts_per_s"] / peers[("hf", dtype)] if ("hf", dtype) in peers else None,
             "vs_st": r["texts_per_s"] / peers[("st", dtype)] if ("st", dtype) in peers else None,
+            "batches": load(os.path.join(d, name + "-batches.json")),
         })
     by = {row["run"]: row for row in rows}
     print()
@@ -106,6 +107,21 @@ def main():
         for g in goals:
             v = f"{g['value']:,.0f}" if g["value"] >= 10 else f"{g['value']:.2f}"
             print(f"goal {g['goal']:<34} {v:>10}  {g['target']:<20} {'met' if g['met'] else 'NOT met'}")
+    traced = [row for row in rows if row["batches"]]
+    if traced:  # bench/gpu/batch_trace.py: the worker's own account of each run's batches
+        print()
+        print("Where a batch's time goes (worker trace; medians in us; occupancy: batches inside the")
+        print("backend call at once, 2.00 = both slots always computing):")
+        head = (f"  {'run':<18} {'batches/s':>9} {'texts':>6} {'occupancy':>9} {'queued':>7} "
+                f"{'slot wait':>9} {'pack':>6} {'embed':>7} {'unpack':>7} {'stay':>7}")
+        print("  (stay: mean arrival-to-answer time in the worker of the requests completed)")
+        print(head)
+        for row in traced:
+            b = row["batches"]; p = b["p50_us"]
+            print(f"  {row['run']:<18} {b['batches_per_s']:>9.0f} {b['mean_texts']:>6.0f} "
+                  f"{b['embed_occupancy']:>9.2f} {p['queued_oldest']:>7.0f} {p['slot_wait']:>9.0f} "
+                  f"{p['pack']:>6.0f} {p['embed']:>7.0f} {p['unpack']:>7.0f} {b['mean_stay_us'] or 0:>7.0f}")
+        print("  (queued: the oldest text's wait; stay: mean arrival-to-answer time in the worker)")
     profiles = {}
     for p in sorted(glob.glob(os.path.join(d, "*-cpu-*.json"))):
         name = os.path.basename(p)[:-5]
