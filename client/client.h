@@ -34,8 +34,11 @@
 namespace ember {
 
 struct EmbedOptions {
-  std::uint32_t version = 0;                  // 0: the latest version the cluster serves
-  bool truncate = true;                       // false: over-long inputs fail with TOO_LONG
+  std::uint32_t version = 0;  // 0: the latest version the cluster serves
+  bool truncate = true;       // false: over-long inputs fail with TOO_LONG
+  // The first n components of each vector, normalised again if the model normalises
+  // (Matryoshka: only models that declare it take an n below their size). 0: all.
+  std::uint32_t dimensions = 0;
   std::chrono::milliseconds timeout{30'000};  // per attempt
   // Attempts in all (Lazy Pirate): when no answer comes within the timeout, the connection
   // is lost, or the router answers UNAVAILABLE, the client reconnects, to the next router if
@@ -76,6 +79,15 @@ class Embeddings {
   const std::string& worker() const { return reply_.worker; }
   // Texts in the largest worker batch that computed these (batching insight).
   std::uint32_t batch_size() const { return reply_.batch_size; }
+  // Per text, the tokens the model ran on it (special tokens included, after truncation);
+  // empty when not known (a worker from before token counts).
+  const std::vector<std::uint32_t>& tokens() const { return reply_.tokens; }
+  // Their sum, what OpenAI's usage.prompt_tokens reports; 0 when not known.
+  std::uint64_t total_tokens() const {
+    std::uint64_t n = 0;
+    for (const std::uint32_t t : reply_.tokens) n += t;
+    return n;
+  }
   // Attempts the call took (EmbedOptions::attempts): more than 1 when an earlier attempt got
   // no answer (or UNAVAILABLE) and was resent.
   int attempts() const { return attempts_; }

@@ -12,6 +12,7 @@ std::string EncodeRequest(std::string_view model, std::vector<std::string> texts
   request.inputs = std::move(texts);
   request.timeout_ms = static_cast<std::uint32_t>(options.timeout.count());
   request.truncate = options.truncate;
+  request.dimensions = options.dimensions;
   return protocol::Encode(request);
 }
 

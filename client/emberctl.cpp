@@ -19,27 +19,32 @@ struct GlobalFlags {
 };
 
 int Embed(const GlobalFlags& flags, const std::string& model, const std::vector<std::string>& texts,
-          bool json, bool full, int version, bool no_truncate) {
+          bool json, bool full, int version, bool no_truncate, std::uint32_t dimensions) {
   ember::Client client(flags.routers, {});
   ember::EmbedOptions options;
   options.timeout = std::chrono::milliseconds(flags.timeout_ms);
   options.version = static_cast<std::uint32_t>(version);
   options.truncate = !no_truncate;
+  options.dimensions = dimensions;
   const ember::Embeddings e = client.Embed(model, texts, options);
   if (json) {
-    nlohmann::json out = {{"model", e.model()},
-                          {"version", e.version()},
-                          {"worker", e.worker()},
-                          {"dim", e.dim()},
-                          {"data", nlohmann::json::array()}};
+    nlohmann::json out = {
+        {"model", e.model()},
+        {"version", e.version()},
+        {"worker", e.worker()},
+        {"dim", e.dim()},
+        {"data", nlohmann::json::array()},
+        {"usage", {{"prompt_tokens", e.total_tokens()}, {"total_tokens", e.total_tokens()}}}};
     for (std::size_t i = 0; i < e.size(); ++i) {
       out["data"].push_back({{"index", i}, {"text", texts[i]}, {"embedding", e[i]}});
+      if (!e.tokens().empty()) out["data"].back()["tokens"] = e.tokens()[i];
     }
     std::cout << out.dump() << "\n";
     return 0;
   }
-  std::printf("model %s version %u (worker %s): %zu vectors of dim %zu\n", e.model().c_str(),
-              e.version(), e.worker().c_str(), e.size(), e.dim());
+  std::printf("model %s version %u (worker %s): %zu vectors of dim %zu, %llu tokens\n",
+              e.model().c_str(), e.version(), e.worker().c_str(), e.size(), e.dim(),
+              static_cast<unsigned long long>(e.total_tokens()));
   for (std::size_t i = 0; i < e.size(); ++i) {
     const auto v = e[i];
     double norm = 0;
@@ -140,6 +145,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> texts;
   bool json = false, full = false, no_truncate = false;
   int version = 0;
+  std::uint32_t dimensions = 0;
   embed->add_option("model", model, "model name")->required();
   embed->add_option("texts", texts, "texts to embed")->required();
   embed->add_flag("--json", json, "print JSON (OpenAI-like layout)");
@@ -147,6 +153,8 @@ int main(int argc, char** argv) {
   embed->add_option("--model-version", version, "model version (0: latest)")
       ->check(CLI::Range(0, 1 << 30));
   embed->add_flag("--no-truncate", no_truncate, "fail with TOO_LONG instead of truncating");
+  embed->add_option("--dimensions", dimensions,
+                    "the first N components, normalised again (Matryoshka models; 0: all)");
 
   ember::ctl::AddSimilarityCommand(app, flags.routers, flags.timeout_ms);
   ember::ctl::AddModelsCommand(app, flags.routers, flags.timeout_ms);
@@ -158,7 +166,9 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (embed->parsed()) return Embed(flags, model, texts, json, full, version, no_truncate);
+    if (embed->parsed()) {
+      return Embed(flags, model, texts, json, full, version, no_truncate, dimensions);
+    }
     if (status->parsed()) return Status(flags, status_json);
   } catch (const ember::Error& e) {
     std::fprintf(stderr, "emberctl: %s: %s\n", std::string(ember::ErrorCodeName(e.code())).c_str(),

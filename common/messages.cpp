@@ -229,12 +229,13 @@ std::optional<ControlOp> ParseControlOp(std::string_view name) {
 std::string Encode(const EmbedRequest& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(5);
+  pk.pack_map(body.dimensions == 0 ? 5 : 6);
   PackField(pk, "model", body.model);
   PackField(pk, "version", body.version);
   PackField(pk, "inputs", body.inputs);
   PackField(pk, "timeout_ms", body.timeout_ms);
   PackField(pk, "truncate", body.truncate);
+  if (body.dimensions != 0) PackField(pk, "dimensions", body.dimensions);
   return ToString(buffer);
 }
 
@@ -246,19 +247,21 @@ bool Decode(std::string_view bytes, EmbedRequest* out, std::string* error) {
          Read(map, "version", &out->version, Need::kOptional, error) &&
          Read(map, "inputs", &out->inputs, Need::kRequired, error) &&
          Read(map, "timeout_ms", &out->timeout_ms, Need::kOptional, error) &&
-         Read(map, "truncate", &out->truncate, Need::kOptional, error);
+         Read(map, "truncate", &out->truncate, Need::kOptional, error) &&
+         Read(map, "dimensions", &out->dimensions, Need::kOptional, error);
 }
 
 std::string Encode(const EmbedReply& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(7);
+  pk.pack_map(body.tokens.empty() ? 7 : 8);
   PackField(pk, "model", body.model);
   PackField(pk, "version", body.version);
   PackField(pk, "worker", body.worker);
   PackField(pk, "dim", body.dim);
   PackField(pk, "count", body.count);
   PackField(pk, "batch_size", body.batch_size);
+  if (!body.tokens.empty()) PackField(pk, "tokens", body.tokens);
   // The vectors go as one bin of raw little-endian float32: packing them as a
   // msgpack float array costs ~100x more CPU on both ends.
   const auto bytes = static_cast<std::uint32_t>(body.data.size() * sizeof(float));
@@ -269,6 +272,7 @@ std::string Encode(const EmbedReply& body) {
 }
 
 bool Decode(std::string_view bytes, EmbedReply* out, std::string* error) {
+  *out = EmbedReply{};  // optional fields absent from `bytes` are their defaults, not leftovers
   msgpack::object_handle handle;
   if (!UnpackMap(bytes, &handle, error)) return false;
   const msgpack::object& map = handle.get();
@@ -277,7 +281,13 @@ bool Decode(std::string_view bytes, EmbedReply* out, std::string* error) {
       !Read(map, "worker", &out->worker, Need::kOptional, error) ||
       !Read(map, "dim", &out->dim, Need::kRequired, error) ||
       !Read(map, "count", &out->count, Need::kRequired, error) ||
-      !Read(map, "batch_size", &out->batch_size, Need::kOptional, error)) {
+      !Read(map, "batch_size", &out->batch_size, Need::kOptional, error) ||
+      !Read(map, "tokens", &out->tokens, Need::kOptional, error)) {
+    return false;
+  }
+  if (!out->tokens.empty() && out->tokens.size() != out->count) {
+    *error = "field 'tokens' has " + std::to_string(out->tokens.size()) + " counts for " +
+             std::to_string(out->count) + " texts";
     return false;
   }
   const msgpack::object* data = Find(map, "data");

@@ -25,6 +25,9 @@ struct EmbedRequest {
   std::vector<std::string> inputs;
   std::uint32_t timeout_ms = 0;  // 0: the router's default
   bool truncate = true;          // false: over-long inputs fail with TOO_LONG
+  // The first `dimensions` components of each vector, normalised again if the model
+  // normalises (Matryoshka; only for models that declare it, Backend::matryoshka). 0: all.
+  std::uint32_t dimensions = 0;
 };
 
 // REPLY body to an EmbedRequest: `count` vectors of `dim` float32, row-major.
@@ -37,6 +40,10 @@ struct EmbedReply {
   std::uint32_t count = 0;
   std::uint32_t batch_size = 0;  // texts in the largest batch that computed these
   std::vector<float> data;
+  // Per text, the tokens the model ran on it: special tokens included, after truncation (what
+  // TEI and OpenAI's `usage` count). Empty when not known (a worker or cache entry from before
+  // token counts); otherwise exactly `count` entries.
+  std::vector<std::uint32_t> tokens;
 };
 
 // ERROR body.

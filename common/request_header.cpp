@@ -8,7 +8,7 @@
 namespace ember::protocol {
 namespace {
 
-enum class Field { kNone, kModel, kVersion, kInputs, kTimeout, kTruncate };
+enum class Field { kNone, kModel, kVersion, kInputs, kTimeout, kTruncate, kDimensions };
 
 Field FieldNamed(std::string_view key) {
   if (key == "model") return Field::kModel;
@@ -16,6 +16,7 @@ Field FieldNamed(std::string_view key) {
   if (key == "inputs") return Field::kInputs;
   if (key == "timeout_ms") return Field::kTimeout;
   if (key == "truncate") return Field::kTruncate;
+  if (key == "dimensions") return Field::kDimensions;
   return Field::kNone;
 }
 
@@ -111,7 +112,8 @@ class HeaderVisitor : public msgpack::null_visitor {
     };
     return check(Field::kModel, "model", true) && check(Field::kVersion, "version", false) &&
            check(Field::kInputs, "inputs", true) && check(Field::kTimeout, "timeout_ms", false) &&
-           check(Field::kTruncate, "truncate", false);
+           check(Field::kTruncate, "truncate", false) &&
+           check(Field::kDimensions, "dimensions", false);
   }
 
  private:
@@ -158,10 +160,12 @@ class HeaderVisitor : public msgpack::null_visitor {
         break;
       case Field::kVersion:
       case Field::kTimeout:
+      case Field::kDimensions:
         slot.ok = kind == Kind::kUint && integer_ <= std::numeric_limits<std::uint32_t>::max();
         if (slot.ok) {
-          (field_ == Field::kVersion ? out_->version : out_->timeout_ms) =
-              static_cast<std::uint32_t>(integer_);
+          (field_ == Field::kVersion   ? out_->version
+           : field_ == Field::kTimeout ? out_->timeout_ms
+                                       : out_->dimensions) = static_cast<std::uint32_t>(integer_);
         }
         break;
       case Field::kTruncate:
@@ -213,7 +217,7 @@ class HeaderVisitor : public msgpack::null_visitor {
   Field field_ = Field::kNone;  // the value being read is this field's
   bool in_inputs_ = false;
   std::size_t input_index_ = 0;
-  FieldSlot slots_[6]{};
+  FieldSlot slots_[7]{};
   // The last scalar seen.
   std::string_view text_;
   std::uint64_t integer_ = 0;

@@ -21,6 +21,7 @@ struct EmbedRequestHeader {
   std::uint32_t version = 0;
   std::uint32_t timeout_ms = 0;
   bool truncate = true;
+  std::uint32_t dimensions = 0;   // 0: the model's own
   std::size_t count = 0;          // texts in `inputs`
   std::size_t longest_bytes = 0;  // bytes of the longest text
   std::size_t longest_index = 0;  // its index (the first, if several are as long)

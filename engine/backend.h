@@ -38,6 +38,12 @@ class Backend {
   // work and copies overlap the other's compute. The worker's `batches-in-flight` overrides.
   virtual int batches_in_flight() const { return 1; }
 
+  // Whether the model declares Matryoshka vectors, whose first d components are an embedding
+  // of their own (docs/http-api.md "dimensions"): only then does the worker serve a request's
+  // `dimensions` below dim(). Whether Embed L2-normalises: a cut vector is then normalised again.
+  virtual bool matryoshka() const { return false; }
+  virtual bool normalizes() const { return false; }
+
   // Token ids of one text, ready for Embed. `truncate` false makes an
   // over-long text an error. Throws ember::Error (BAD_REQUEST, TOO_LONG).
   // Thread-safe, and may run while another thread is in Embed.

@@ -27,6 +27,14 @@ enum class Pooling {
 // The norm below which normalisation divides by this instead (torch's F.normalize eps).
 inline constexpr double kNormalizeEps = 1e-12;
 
+// Divides `row` by max(its L2 norm, kNormalizeEps), summing in double.
+inline void NormalizeRow(std::span<float> row) {
+  double sq = 0;
+  for (const float x : row) sq += static_cast<double>(x) * x;
+  const double inv = 1.0 / std::max(std::sqrt(sq), kNormalizeEps);
+  for (float& x : row) x = static_cast<float>(x * inv);
+}
+
 // Sequence i's token states are rows [starts[i], starts[i] + lens[i]) of `rows` (row-major,
 // `dim` floats per row; lens[i] >= 1). Writes out[i * dim ...] for each i. Accumulates in double.
 inline void PoolRows(const float* rows, std::int64_t dim, std::span<const std::int64_t> starts,
@@ -49,12 +57,7 @@ inline void PoolRows(const float* rows, std::int64_t dim, std::span<const std::i
         o[c] = static_cast<float>(sum[static_cast<std::size_t>(c)] * inv);
       }
     }
-    if (normalize) {
-      double sq = 0;
-      for (std::int64_t c = 0; c < dim; ++c) sq += static_cast<double>(o[c]) * o[c];
-      const double inv = 1.0 / std::max(std::sqrt(sq), kNormalizeEps);
-      for (std::int64_t c = 0; c < dim; ++c) o[c] = static_cast<float>(o[c] * inv);
-    }
+    if (normalize) NormalizeRow(std::span(o, static_cast<std::size_t>(dim)));
   }
 }
 

@@ -36,7 +36,8 @@ bool Same(const protocol::EmbedRequest& a, const protocol::EmbedRequest& b) {
 bool Same(const protocol::EmbedReply& a, const protocol::EmbedReply& b) {
   // Compare vectors bitwise: NaN payloads must survive too.
   return a.model == b.model && a.version == b.version && a.worker == b.worker && a.dim == b.dim &&
-         a.count == b.count && a.batch_size == b.batch_size && a.data.size() == b.data.size() &&
+         a.count == b.count && a.batch_size == b.batch_size && a.tokens == b.tokens &&
+         a.data.size() == b.data.size() &&
          std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
 }
 bool Same(const protocol::ErrorBody& a, const protocol::ErrorBody& b) {

@@ -39,6 +39,7 @@ std::vector<std::string> ProtocolSeeds() {
   reply.count = 2;
   reply.batch_size = 2;
   reply.data = {0.5f, -1.0f, 2.0f, 0.0f};
+  reply.tokens = {4, 9};
   protocol::ErrorBody error;
   error.code = ErrorCode::kOverloaded;
   error.message = "retry later";

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "gateway/http_error.h"
 
@@ -26,6 +27,16 @@ void ParseModelName(std::string_view spec, EmbeddingCall* call) {
   if (name.empty()) throw BadRequest("'model' must name a model (\"name\" or \"name:version\")");
   call->model = std::string(name);
   call->version = version;
+}
+
+std::uint32_t ParseDimensions(const nlohmann::json& body) {
+  const auto dimensions = body.find("dimensions");
+  if (dimensions == body.end() || dimensions->is_null()) return 0;
+  if (!dimensions->is_number_unsigned() || dimensions->get<std::uint64_t>() == 0 ||
+      dimensions->get<std::uint64_t>() > std::numeric_limits<std::uint32_t>::max()) {
+    throw BadRequest("'dimensions' must be a positive integer");
+  }
+  return dimensions->get<std::uint32_t>();
 }
 
 }  // namespace ember::gateway

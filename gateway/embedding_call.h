@@ -5,6 +5,7 @@
 #define EMBER_GATEWAY_EMBEDDING_CALL_H_
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,12 +18,19 @@ struct EmbeddingCall {
   std::uint32_t version = 0;  // 0: the latest version the cluster serves
   std::vector<std::string> texts;
   std::optional<bool> truncate;  // unset: ember's default (truncate)
+  // The first n components, normalised again (Matryoshka: only models that declare it take
+  // an n below their size; the worker says BAD_REQUEST otherwise). 0: all of them.
+  std::uint32_t dimensions = 0;
 };
 
 // Splits "name:version" (version a positive integer, or "latest" = 0) into
 // name and version; any other string is a bare name, version 0. Throws
 // HttpError 400 for an empty name.
 void ParseModelName(std::string_view spec, EmbeddingCall* call);
+
+// The body's "dimensions" (absent or null: 0); throws HttpError 400 unless a positive integer
+// that fits uint32.
+std::uint32_t ParseDimensions(const nlohmann::json& body);
 
 }  // namespace ember::gateway
 

@@ -24,6 +24,7 @@ Embeddings Embed(AsyncClient& client, const EmbeddingCall& call, const GatewayOp
   EmbedOptions embed;
   embed.version = call.version;
   embed.truncate = call.truncate.value_or(true);
+  embed.dimensions = call.dimensions;
   embed.timeout = options.timeout;
   embed.attempts = options.attempts;
   return client.Embed(call.model, call.texts, embed).get();
@@ -146,6 +147,7 @@ void Gateway::OpenAiEmbeddings(const httplib::Request& request, httplib::Respons
         const OpenAiRequest parsed = ParseOpenAiRequest(request.body);
         const Embeddings embeddings = Embed(embedder_, parsed.call, options_);
         response.set_content(FormatOpenAiResponse(parsed, embeddings), kJson);
+        response.set_header("x-compute-tokens", std::to_string(embeddings.total_tokens()));
         return parsed.call.texts.size();
       },
       OpenAiErrorJson);
@@ -158,6 +160,8 @@ void Gateway::TeiEmbed(const httplib::Request& request, httplib::Response& respo
         const TeiRequest parsed = ParseTeiRequest(request.body, options_.default_model);
         const Embeddings embeddings = Embed(embedder_, parsed.call, options_);
         response.set_content(FormatTeiResponse(parsed, embeddings), kJson);
+        // TEI's header for the tokens a request computed.
+        response.set_header("x-compute-tokens", std::to_string(embeddings.total_tokens()));
         return parsed.call.texts.size();
       },
       TeiErrorJson);

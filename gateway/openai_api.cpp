@@ -56,14 +56,7 @@ OpenAiRequest ParseOpenAiRequest(std::string_view body) {
       throw BadRequest("'encoding_format' must be \"float\" or \"base64\"");
     }
   }
-  const auto dimensions = request.find("dimensions");
-  if (dimensions != request.end() && !dimensions->is_null()) {
-    if (!dimensions->is_number_unsigned() || dimensions->get<std::uint64_t>() == 0 ||
-        dimensions->get<std::uint64_t>() > UINT32_MAX) {
-      throw BadRequest("'dimensions' must be a positive integer");
-    }
-    out.dimensions = dimensions->get<std::uint32_t>();
-  }
+  out.call.dimensions = ParseDimensions(request);
   const auto truncate = request.find("truncate");
   if (truncate != request.end() && !truncate->is_null()) {
     if (!truncate->is_boolean()) throw BadRequest("'truncate' must be a boolean");
@@ -74,11 +67,6 @@ OpenAiRequest ParseOpenAiRequest(std::string_view body) {
 }
 
 std::string FormatOpenAiResponse(const OpenAiRequest& request, const Embeddings& embeddings) {
-  if (request.dimensions && *request.dimensions != embeddings.dim()) {
-    throw BadRequest("model '" + embeddings.model() + "' gives " +
-                     std::to_string(embeddings.dim()) + " dimensions; 'dimensions' asked for " +
-                     std::to_string(*request.dimensions));
-  }
   std::string out;
   // Decimal floats take up to ~15 bytes each; reserve once.
   out.reserve(128 + embeddings.size() * (64 + embeddings.dim() * (request.base64 ? 6 : 15)));
@@ -104,7 +92,9 @@ std::string FormatOpenAiResponse(const OpenAiRequest& request, const Embeddings&
   }
   out += R"(],"model":)";
   out += json(embeddings.model()).dump();
-  out += R"(,"usage":{"prompt_tokens":0,"total_tokens":0}})";
+  // Tokens as the workers counted them (0 where a worker did not say).
+  const std::string tokens = std::to_string(embeddings.total_tokens());
+  out += R"(,"usage":{"prompt_tokens":)" + tokens + R"(,"total_tokens":)" + tokens + "}}";
   return out;
 }
 

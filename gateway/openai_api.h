@@ -21,16 +21,14 @@ namespace ember::gateway {
 
 struct OpenAiRequest {
   EmbeddingCall call;
-  bool base64 = false;                      // encoding_format "base64"
-  std::optional<std::uint32_t> dimensions;  // must equal the model's, if set
+  bool base64 = false;  // encoding_format "base64"
 };
 
 // Parses and validates a request body; throws HttpError 400 when malformed.
 OpenAiRequest ParseOpenAiRequest(std::string_view body);
 
-// The response body. usage counts are 0: ember's wire protocol does not
-// report token counts. Throws HttpError 400 when `dimensions` was set and
-// differs from the model's dimension (ember does not shorten vectors).
+// The response body; `usage` counts the tokens the workers ran (0 where a worker did not
+// say). `dimensions` (EmbeddingCall) was the worker's to apply.
 std::string FormatOpenAiResponse(const OpenAiRequest& request, const Embeddings& embeddings);
 
 }  // namespace ember::gateway

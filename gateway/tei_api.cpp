@@ -39,6 +39,7 @@ TeiRequest ParseTeiRequest(std::string_view body, const std::string& default_mod
     throw BadRequest("'inputs' must be a string or a non-empty array of strings");
   }
 
+  out.call.dimensions = ParseDimensions(request);
   for (const char* flag : {"normalize", "truncate"}) {
     const auto value = request.find(flag);
     if (value == request.end() || value->is_null()) continue;

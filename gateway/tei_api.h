@@ -1,7 +1,8 @@
 // Hugging Face text-embeddings-inference's API (POST /embed), so that TEI
 // clients (LangChain, LlamaIndex, TEI's own SDKs) can use an ember cluster.
 //
-// Request:  {"inputs": str | [str], "normalize": bool = true, "truncate": bool}
+// Request:  {"inputs": str | [str], "normalize": bool = true, "truncate": bool,
+//            "dimensions": n (Matryoshka models only)}
 //           plus ember's optional "model": "name[:version]"; without it the
 //           gateway's --default-model serves the request (a TEI server
 //           serves exactly one model).

@@ -1,5 +1,6 @@
 #include "router/cache_front.h"
 
+#include <algorithm>
 #include <string_view>
 #include <unordered_map>
 
@@ -14,20 +15,22 @@ CacheFront::Lookup CacheFront::Look(std::uint64_t id, PendingRequest& p,
                                     std::optional<std::uint32_t> version, Clock::time_point now,
                                     std::string* reply) {
   p.truncate = request.truncate;
+  p.dimensions = request.dimensions;
   if (!version) {
     p.texts = std::move(request.inputs);
     return Lookup::kDispatch;
   }
   // Misses go to the worker once per distinct text: repeated texts get the very same vector.
-  std::vector<std::vector<float>> hits(request.inputs.size());
+  std::vector<CachedEmbedding> hits(request.inputs.size());
   std::vector<std::string> misses;
   std::vector<std::uint32_t> miss_of(request.inputs.size(), 0);
   std::unordered_map<std::string_view, std::uint32_t> distinct;
   std::size_t missed = 0;
   for (std::size_t i = 0; i < request.inputs.size(); ++i) {
     const std::string& text = request.inputs[i];
-    if (const auto* vector = cache_.Get(EmbeddingCache::Key(p.model, *version, p.truncate, text))) {
-      hits[i] = *vector;
+    if (const auto* entry =
+            cache_.Get(EmbeddingCache::Key(p.model, *version, p.truncate, p.dimensions, text))) {
+      hits[i] = *entry;
       continue;
     }
     ++missed;
@@ -41,7 +44,7 @@ CacheFront::Lookup CacheFront::Look(std::uint64_t id, PendingRequest& p,
     std::vector<std::string> keys;
     keys.reserve(misses.size());
     for (const auto& text : misses) {
-      keys.push_back(EmbeddingCache::Key(p.model, *version, p.truncate, text));
+      keys.push_back(EmbeddingCache::Key(p.model, *version, p.truncate, p.dimensions, text));
     }
     if (redis_->Lookup(id, std::move(keys))) {
       p.awaiting_redis = true;
@@ -58,15 +61,15 @@ CacheFront::Lookup CacheFront::Look(std::uint64_t id, PendingRequest& p,
                 reply);
 }
 
-std::vector<std::pair<std::uint64_t, std::vector<std::vector<float>>>> CacheFront::Ready(
+std::vector<std::pair<std::uint64_t, std::vector<CachedEmbedding>>> CacheFront::Ready(
     Clock::time_point now) {
-  std::vector<std::pair<std::uint64_t, std::vector<std::vector<float>>>> ready;
+  std::vector<std::pair<std::uint64_t, std::vector<CachedEmbedding>>> ready;
   if (redis_ != nullptr) {
     for (auto& result : redis_->TakeResults())
       ready.emplace_back(result.id, std::move(result.values));
   }
   while (!waits_.empty() && waits_.front().first <= now) {
-    ready.emplace_back(waits_.front().second, std::vector<std::vector<float>>{});
+    ready.emplace_back(waits_.front().second, std::vector<CachedEmbedding>{});
     waits_.pop_front();
   }
   return ready;
@@ -77,27 +80,28 @@ std::optional<Clock::time_point> CacheFront::NextWaitEnd() const {
   return waits_.front().first;
 }
 
-CacheFront::Lookup CacheFront::Resume(PendingRequest& p, std::vector<std::vector<float>> values,
+CacheFront::Lookup CacheFront::Resume(PendingRequest& p, std::vector<CachedEmbedding> values,
                                       std::string* reply) {
   p.awaiting_redis = false;
-  std::vector<std::vector<float>> hits = std::exchange(p.hits, {});
+  std::vector<CachedEmbedding> hits = std::exchange(p.hits, {});
   std::vector<std::string> texts = std::exchange(p.texts, {});
   std::vector<std::uint32_t> miss_of = std::exchange(p.miss_of, {});
   // Every vector of one reply has one dim: a Redis value of another size is not trusted
   // (corrupt, or written by something else).
   std::size_t dim = 0;
   for (const auto& hit : hits) {
-    if (!hit.empty()) dim = hit.size();
+    if (!hit.vector.empty()) dim = hit.vector.size();
   }
-  // Per distinct text: its vector from Redis, or its index among the texts still missing.
-  std::vector<std::vector<float>> found(texts.size());
+  // Per distinct text: its entry from Redis, or its index among the texts still missing.
+  std::vector<CachedEmbedding> found(texts.size());
   std::vector<std::uint32_t> still(texts.size(), 0);
   std::vector<std::string> misses;
   for (std::size_t j = 0; j < texts.size(); ++j) {
-    std::vector<float>* value = j < values.size() ? &values[j] : nullptr;
-    if (value != nullptr && !value->empty() && (dim == 0 || value->size() == dim)) {
-      dim = value->size();
-      cache_.Put(EmbeddingCache::Key(p.model, p.cache_version, p.truncate, texts[j]), *value);
+    CachedEmbedding* value = j < values.size() ? &values[j] : nullptr;
+    if (value != nullptr && !value->vector.empty() && (dim == 0 || value->vector.size() == dim)) {
+      dim = value->vector.size();
+      cache_.Put(EmbeddingCache::Key(p.model, p.cache_version, p.truncate, p.dimensions, texts[j]),
+                 value->vector, value->tokens);
       found[j] = std::move(*value);
     } else {
       still[j] = static_cast<std::uint32_t>(misses.size());
@@ -105,9 +109,9 @@ CacheFront::Lookup CacheFront::Resume(PendingRequest& p, std::vector<std::vector
     }
   }
   for (std::size_t i = 0; i < hits.size(); ++i) {
-    if (!hits[i].empty()) continue;
+    if (!hits[i].vector.empty()) continue;
     const std::uint32_t j = miss_of[i];
-    if (!found[j].empty()) {
+    if (!found[j].vector.empty()) {
       hits[i] = found[j];
       ++metrics_.cache_redis_hits;
     } else {
@@ -124,20 +128,25 @@ CacheFront::Lookup CacheFront::Resume(PendingRequest& p, std::vector<std::vector
 }
 
 CacheFront::Lookup CacheFront::Settle(PendingRequest& p, protocol::EmbedRequest& request,
-                                      std::uint32_t version, std::vector<std::vector<float>> hits,
+                                      std::uint32_t version, std::vector<CachedEmbedding> hits,
                                       std::vector<std::string> misses,
                                       std::vector<std::uint32_t> miss_of, std::string* reply) {
   if (misses.empty()) {
-    const auto dim = static_cast<std::uint32_t>(hits.empty() ? 0 : hits.front().size());
+    const auto dim = static_cast<std::uint32_t>(hits.empty() ? 0 : hits.front().vector.size());
     protocol::EmbedReply answer{.model = p.model,
                                 .version = version,
                                 .worker = "cache",
                                 .dim = dim,
                                 .count = static_cast<std::uint32_t>(hits.size()),
                                 .batch_size = 0,
-                                .data = {}};
+                                .data = {},
+                                .tokens = {}};
     answer.data.reserve(hits.size() * dim);
-    for (const auto& hit : hits) answer.data.insert(answer.data.end(), hit.begin(), hit.end());
+    for (const auto& hit : hits) {
+      answer.data.insert(answer.data.end(), hit.vector.begin(), hit.vector.end());
+      answer.tokens.push_back(hit.tokens);
+    }
+    if (std::ranges::find(answer.tokens, 0u) != answer.tokens.end()) answer.tokens.clear();
     *reply = protocol::Encode(answer);
     return Lookup::kAnswered;
   }
@@ -163,28 +172,36 @@ std::string CacheFront::Complete(const PendingRequest& p, std::string_view body,
   const std::size_t dim = reply.dim;
   if (reply.count != p.texts.size() || dim == 0)
     return p.hits.empty() ? std::string(body) : std::string();
+  // Per text, the tokens the worker counted (0: it did not say).
+  const auto tokens_of = [&](std::size_t i) { return reply.tokens.empty() ? 0u : reply.tokens[i]; };
   for (std::size_t i = 0; i < p.texts.size(); ++i) {
-    const std::string key = EmbeddingCache::Key(p.model, reply.version, p.truncate, p.texts[i]);
+    const std::string key =
+        EmbeddingCache::Key(p.model, reply.version, p.truncate, p.dimensions, p.texts[i]);
     const auto vector = std::span(reply.data).subspan(i * dim, dim);
-    cache_.Put(key, vector);
-    if (redis_ != nullptr) redis_->Store(key, vector);
+    cache_.Put(key, vector, tokens_of(i));
+    if (redis_ != nullptr) redis_->Store(key, vector, tokens_of(i));
   }
   if (p.hits.empty()) return std::string(body);
-  // A partial hit (or repeated texts): put every vector in its place.
+  // A partial hit (or repeated texts): put every vector, and its token count, in its place.
   protocol::EmbedReply merged = reply;
   merged.data.clear();
   merged.data.reserve(p.hits.size() * dim);
+  merged.tokens.clear();
   for (std::size_t i = 0; i < p.hits.size(); ++i) {
     const auto& hit = p.hits[i];
-    if (hit.empty()) {
+    if (hit.vector.empty()) {
       const auto from = reply.data.begin() + static_cast<std::ptrdiff_t>(p.miss_of[i] * dim);
       merged.data.insert(merged.data.end(), from, from + static_cast<std::ptrdiff_t>(dim));
-    } else if (hit.size() == dim) {
-      merged.data.insert(merged.data.end(), hit.begin(), hit.end());
+      merged.tokens.push_back(tokens_of(p.miss_of[i]));
+    } else if (hit.vector.size() == dim) {
+      merged.data.insert(merged.data.end(), hit.vector.begin(), hit.vector.end());
+      merged.tokens.push_back(hit.tokens);
     } else {
       return {};  // cannot happen: the body pinned the version the hits are of
     }
   }
+  // One count not known makes the reply's usage not known, rather than too low.
+  if (std::ranges::find(merged.tokens, 0u) != merged.tokens.end()) merged.tokens.clear();
   merged.count = static_cast<std::uint32_t>(p.hits.size());
   return protocol::Encode(merged);
 }

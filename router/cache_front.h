@@ -38,15 +38,14 @@ class CacheFront {
   Lookup Look(std::uint64_t id, PendingRequest& p, protocol::EmbedRequest& request,
               std::optional<std::uint32_t> version, Clock::time_point now, std::string* reply);
 
-  // Ids whose Redis answer came (with the values, one per p.texts) or whose wait ran out at
+  // Ids whose Redis answer came (with the entries, one per p.texts) or whose wait ran out at
   // `now` (values empty). Owned values: pass them on to Resume.
-  std::vector<std::pair<std::uint64_t, std::vector<std::vector<float>>>> Ready(
-      Clock::time_point now);
+  std::vector<std::pair<std::uint64_t, std::vector<CachedEmbedding>>> Ready(Clock::time_point now);
   // The earliest time a wait runs out, if any is pending.
   std::optional<Clock::time_point> NextWaitEnd() const;
 
   // Merges Redis's `values` (empty: none came) into `p`; then as Look.
-  Lookup Resume(PendingRequest& p, std::vector<std::vector<float>> values, std::string* reply);
+  Lookup Resume(PendingRequest& p, std::vector<CachedEmbedding> values, std::string* reply);
 
   // A worker's REPLY `body` to `p`: stores its vectors and merges in the cached ones. Returns
   // the body to send the client, or an empty string when the reply is unusable.
@@ -57,7 +56,7 @@ class CacheFront {
   // Answers `p` when every input has a cached vector, else leaves the distinct misses in
   // p.texts and rewrites p.body to ask for them only.
   Lookup Settle(PendingRequest& p, protocol::EmbedRequest& request, std::uint32_t version,
-                std::vector<std::vector<float>> hits, std::vector<std::string> misses,
+                std::vector<CachedEmbedding> hits, std::vector<std::string> misses,
                 std::vector<std::uint32_t> miss_of, std::string* reply);
 
   EmbeddingCache& cache_;

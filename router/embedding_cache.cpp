@@ -3,7 +3,7 @@
 namespace ember::router {
 namespace {
 
-// Key layout: model NUL version NUL truncate NUL text. Model names hold no
+// Key layout: model NUL version NUL truncate NUL dimensions NUL text. Model names hold no
 // NUL, so the prefix up to the text identifies (model, version) exactly.
 std::string Prefix(std::string_view model, std::uint32_t version) {
   std::string key(model);
@@ -16,9 +16,11 @@ std::string Prefix(std::string_view model, std::uint32_t version) {
 }  // namespace
 
 std::string EmbeddingCache::Key(std::string_view model, std::uint32_t version, bool truncate,
-                                std::string_view text) {
+                                std::uint32_t dimensions, std::string_view text) {
   std::string key = Prefix(model, version);
   key += truncate ? '1' : '0';
+  key += '\0';
+  key += std::to_string(dimensions);
   key += '\0';
   key += text;
   return key;
@@ -30,14 +32,15 @@ std::size_t EmbeddingCache::EntryBytes(std::size_t key_bytes, std::size_t floats
   return key_bytes + floats * sizeof(float) + kOverhead;
 }
 
-const std::vector<float>* EmbeddingCache::Get(const std::string& key) {
+const CachedEmbedding* EmbeddingCache::Get(const std::string& key) {
   auto it = index_.find(key);
   if (it == index_.end()) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second);
-  return &it->second->vector;
+  return &it->second->value;
 }
 
-void EmbeddingCache::Put(const std::string& key, std::span<const float> vector) {
+void EmbeddingCache::Put(const std::string& key, std::span<const float> vector,
+                         std::uint32_t tokens) {
   const std::size_t cost = EntryBytes(key.size(), vector.size());
   if (auto it = index_.find(key); it != index_.end()) EraseEntry(it->second);
   if (cost > budget_) return;
@@ -45,7 +48,7 @@ void EmbeddingCache::Put(const std::string& key, std::span<const float> vector) 
     EraseEntry(std::prev(lru_.end()));
     ++evictions_;
   }
-  lru_.push_front({key, std::vector<float>(vector.begin(), vector.end())});
+  lru_.push_front({key, {std::vector<float>(vector.begin(), vector.end()), tokens}});
   index_.emplace(lru_.front().key, lru_.begin());
   bytes_ += cost;
 }
@@ -60,7 +63,7 @@ void EmbeddingCache::EraseVersion(std::string_view model, std::uint32_t version)
 }
 
 void EmbeddingCache::EraseEntry(List::iterator it) {
-  bytes_ -= EntryBytes(it->key.size(), it->vector.size());
+  bytes_ -= EntryBytes(it->key.size(), it->value.vector.size());
   index_.erase(it->key);
   lru_.erase(it);
 }

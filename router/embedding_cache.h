@@ -1,5 +1,5 @@
 // The router's embedding cache: least-recently-used vectors under a byte
-// budget, keyed by (model, resolved version, truncate flag, text). The key
+// budget, keyed by (model, resolved version, truncate flag, dimensions, text). The key
 // holds the version that computed the vector, so a vector of a retired
 // version is never served for its successor; EraseVersion frees them early.
 // Owned and used by the router thread only.
@@ -15,21 +15,24 @@
 #include <unordered_map>
 #include <vector>
 
+#include "router/cached_embedding.h"
+
 namespace ember::router {
 
 class EmbeddingCache {
  public:
   explicit EmbeddingCache(std::size_t budget_bytes) : budget_(budget_bytes) {}
 
+  // `dimensions`: the request's (0: the model's own), since a cut vector is another vector.
   static std::string Key(std::string_view model, std::uint32_t version, bool truncate,
-                         std::string_view text);
+                         std::uint32_t dimensions, std::string_view text);
 
-  // The vector under `key`, now the most recently used; nullptr on a miss.
+  // The entry under `key`, now the most recently used; nullptr on a miss.
   // Valid until the next Put or Erase.
-  const std::vector<float>* Get(const std::string& key);
-  // Stores a vector, evicting the least recently used entries to stay within
-  // the budget. An entry bigger than the whole budget is not stored.
-  void Put(const std::string& key, std::span<const float> vector);
+  const CachedEmbedding* Get(const std::string& key);
+  // Stores a vector and its token count (0: not known), evicting the least recently used
+  // entries to stay within the budget. An entry bigger than the whole budget is not stored.
+  void Put(const std::string& key, std::span<const float> vector, std::uint32_t tokens);
   // Drops every entry of (model, version).
   void EraseVersion(std::string_view model, std::uint32_t version);
 
@@ -44,7 +47,7 @@ class EmbeddingCache {
  private:
   struct Entry {
     std::string key;
-    std::vector<float> vector;
+    CachedEmbedding value;
   };
   using List = std::list<Entry>;  // most recently used first
 

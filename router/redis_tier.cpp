@@ -15,8 +15,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Values are raw float32 bytes; every router reading them must agree on
-// byte order, and the hosts ember supports are little-endian.
+// A value is the token count as a uint32, then the vector's float32s, raw: every router
+// reading them must agree on byte order, and the hosts ember supports are little-endian.
 static_assert(std::endian::native == std::endian::little);
 
 constexpr std::size_t kMaxQueuedLookups = 4096;   // beyond: misses at once
@@ -28,7 +28,8 @@ constexpr auto kFirstBackoff = 100ms;
 constexpr auto kMaxBackoff = 5s;
 // Bumped if the value layout ever changes, so old and new routers sharing a
 // Redis never read each other's values.
-constexpr std::string_view kKeyPrefix = "ember:emb:1:";
+// (1: float32s alone; 2: the token count first.)
+constexpr std::string_view kKeyPrefix = "ember:emb:2:";
 
 timeval ToTimeval(std::chrono::microseconds d) {
   return {.tv_sec = static_cast<time_t>(d.count() / 1'000'000),
@@ -128,13 +129,15 @@ bool RedisTier::Lookup(std::uint64_t id, std::vector<std::string> keys) {
   return true;
 }
 
-void RedisTier::Store(const std::string& key, std::span<const float> vector) {
+void RedisTier::Store(const std::string& key, std::span<const float> vector, std::uint32_t tokens) {
   if (!connected_.load() || vector.empty()) return;
+  std::string value(sizeof tokens + vector.size_bytes(), '\0');
+  std::memcpy(value.data(), &tokens, sizeof tokens);
+  std::memcpy(value.data() + sizeof tokens, vector.data(), vector.size_bytes());
   {
     std::lock_guard lock(mutex_);
     if (stores_.size() >= kMaxQueuedStores) return;
-    stores_.push_back(
-        {key, std::string(reinterpret_cast<const char*>(vector.data()), vector.size_bytes())});
+    stores_.push_back({key, std::move(value)});
   }
   work_.notify_one();
 }
@@ -220,8 +223,7 @@ void RedisTier::Loop() {
     std::erase_if(lookups, [&](const QueuedLookup& l) { return now - l.queued > options_.wait; });
     if (!connection) {
       std::vector<Result> misses;
-      for (auto& l : lookups)
-        misses.push_back({l.id, std::vector<std::vector<float>>(l.keys.size())});
+      for (auto& l : lookups) misses.push_back({l.id, std::vector<CachedEmbedding>(l.keys.size())});
       Post(std::move(misses), wake);
       continue;  // stores dropped
     }
@@ -266,17 +268,23 @@ bool RedisTier::Serve(Connection& c, std::vector<QueuedLookup>& lookups,
   std::vector<Result> results;
   bool ok = true;
   for (const auto& l : lookups) {
-    Result r{l.id, std::vector<std::vector<float>>(l.keys.size())};
+    Result r{l.id, std::vector<CachedEmbedding>(l.keys.size())};
     void* raw = nullptr;
     if (ok && redisGetReply(c.context, &raw) == REDIS_OK) {
       ReplyPtr reply(static_cast<redisReply*>(raw));
       if (reply->type == REDIS_REPLY_ARRAY && reply->elements == l.keys.size()) {
         for (std::size_t i = 0; i < reply->elements; ++i) {
           const redisReply* e = reply->element[i];
-          // Anything but whole floats is not ours (or corrupt): a miss.
-          if (e->type != REDIS_REPLY_STRING || e->len == 0 || e->len % sizeof(float) != 0) continue;
-          r.values[i].resize(e->len / sizeof(float));
-          std::memcpy(r.values[i].data(), e->str, e->len);
+          // Anything but a count and whole floats is not ours (or corrupt): a miss.
+          constexpr std::size_t kCount = sizeof(std::uint32_t);
+          if (e->type != REDIS_REPLY_STRING || e->len <= kCount ||
+              (e->len - kCount) % sizeof(float) != 0) {
+            continue;
+          }
+          CachedEmbedding& value = r.values[i];
+          std::memcpy(&value.tokens, e->str, kCount);
+          value.vector.resize((e->len - kCount) / sizeof(float));
+          std::memcpy(value.vector.data(), e->str + kCount, e->len - kCount);
         }
       } else {
         ++errors_;

@@ -24,6 +24,8 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "router/cached_embedding.h"
+
 namespace ember::router {
 
 struct RedisTierOptions {
@@ -35,10 +37,10 @@ struct RedisTierOptions {
 
 class RedisTier {
  public:
-  // One lookup's answer: per key, the vector, or empty on a miss.
+  // One lookup's answer: per key, the entry (an empty vector on a miss).
   struct Result {
     std::uint64_t id = 0;
-    std::vector<std::vector<float>> values;
+    std::vector<CachedEmbedding> values;
   };
 
   // Starts the thread; connects lazily. Throws std::invalid_argument on a
@@ -51,8 +53,9 @@ class RedisTier {
   // Router thread: asks for the vectors under `keys` (EmbeddingCache keys).
   // False when the tier is down or its queue is full: treat all as misses.
   bool Lookup(std::uint64_t id, std::vector<std::string> keys);
-  // Router thread: stores a vector (dropped when the tier is down or busy).
-  void Store(const std::string& key, std::span<const float> vector);
+  // Router thread: stores a vector and its token count (dropped when the tier is down or
+  // busy).
+  void Store(const std::string& key, std::span<const float> vector, std::uint32_t tokens);
   // Router thread: the socket to poll for ZMQ_POLLIN, and the answers
   // that arrived (call after it polled readable).
   zmq::socket_t& wake_socket() { return wake_; }
@@ -73,7 +76,7 @@ class RedisTier {
   };
   struct QueuedStore {
     std::string key;
-    std::string value;  // little-endian float32 bytes
+    std::string value;  // the token count (uint32), then the float32s, little-endian
   };
   struct Connection;  // the hiredis context, RAII
 

@@ -18,6 +18,7 @@
 #include <zmq.hpp>
 
 #include "common/error_code.h"
+#include "router/cached_embedding.h"
 #include "router/router_metrics.h"
 #include "router/transport.h"
 
@@ -42,14 +43,15 @@ struct PendingRequest {
   Clock::time_point accepted_at{};  // for end-to-end latency
   int attempts = 0;
   // With the cache on (router/cache_front.h): the texts the worker gets (their vectors are
-  // stored when it answers) and the request's truncate flag, part of the key.
+  // stored when it answers) and the request's truncate flag and dimensions, part of the key.
   std::vector<std::string> texts{};
   bool truncate = true;
+  std::uint32_t dimensions = 0;
   // A partial hit (or repeated texts): one slot per input of the client's request, the cached
   // vector or empty for a text the worker computes. `body` then asks only for the distinct
   // misses, pinned to the version the hits came from; miss_of[i] is the index in `texts` of
   // slot i's text.
-  std::vector<std::vector<float>> hits{};
+  std::vector<CachedEmbedding> hits{};
   std::vector<std::uint32_t> miss_of{};
   // With the Redis tier: `texts` missed the in-memory cache and are being looked up in Redis
   // under version `cache_version`; `hits` then has one slot per input. Not dispatched until

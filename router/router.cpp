@@ -435,6 +435,8 @@ void Router::State::HandleResult(WorkerState& worker, protocol::Message& message
           if (!p->hits.empty()) body.rebuild();
         } else {
           RouterMetrics::Observe(metrics.batch_size, p->model, reply.batch_size, /*batch=*/true);
+          std::uint64_t& tokens = metrics.tokens[p->model];
+          for (const std::uint32_t t : reply.tokens) tokens += t;
           if (cache_front) {
             body = zmq::message_t(cache_front->Complete(*p, body.to_string_view(), reply));
           }

@@ -62,6 +62,11 @@ std::string RenderMetrics(const RouterMetrics& m, const RouterSnapshot& s) {
     out.Histogram("ember_worker_batch_size", "Texts in the batch that computed each reply.",
                   {{"model", model}}, h);
   }
+  for (const auto& [model, n] : m.tokens) {
+    out.Counter("ember_worker_tokens_total",
+                "Tokens the workers ran (special tokens included; cache hits not), by model.",
+                {{"model", model}}, static_cast<double>(n));
+  }
   // Live workers and recently removed ones share these families.
   const char* kUpHelp = "1 for a live worker, 0 for a recently removed one.";
   const char* kSeenHelp = "Seconds since the worker's last message (removed: since removal).";

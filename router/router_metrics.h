@@ -25,6 +25,7 @@ struct RouterMetrics {
   std::map<std::string, metrics::Histogram> dispatch;    // by model: dispatch to reply
   std::map<std::string, metrics::Histogram> worker_dispatch;  // by worker
   std::map<std::string, metrics::Histogram> batch_size;       // by model, from each reply
+  std::map<std::string, std::uint64_t> tokens;                // by model: what workers ran
   std::uint64_t cache_hits = 0;                               // texts answered from the cache
   std::uint64_t cache_misses = 0;                             // texts looked up and not found
   // The Redis tier (texts that missed the in-memory cache): found there, not

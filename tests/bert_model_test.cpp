@@ -338,6 +338,32 @@ TEST(BertParams, EncoderAndCudaLayerNorm) {
   }
 }
 
+// Issue 26: a model is Matryoshka when its version says so (matryoshka = true | false), else
+// when its folder has sentence-transformers' truncate_dim; the backend reports whether its
+// vectors are normalised, for the worker to normalise cut ones again.
+TEST(BertParams, MatryoshkaFromTheSettingOrTheFolder) {
+  std::random_device rd;
+  const fs::path tmp = fs::temp_directory_path() / ("ember_mrl_test_" + std::to_string(rd()));
+  fs::create_directories(tmp);
+  const fs::path dir = tmp / "model";
+  fs::copy(TestDataDir() / "tiny_f16", dir, fs::copy_options::recursive);
+  std::ofstream(dir / "vocab.txt")
+      << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n";  // a backend needs one
+  const auto matryoshka = [&](BackendParams params) {
+    return LoadBertBackend(dir, ParseBertParams(std::move(params), "cpu", 1))->matryoshka();
+  };
+  EXPECT_FALSE(matryoshka({}));
+  EXPECT_TRUE(matryoshka({{"matryoshka", "true"}}));
+  EXPECT_TRUE(LoadBertBackend(dir, ParseBertParams({}, "cpu", 1))->normalizes());
+  EXPECT_FALSE(
+      LoadBertBackend(dir, ParseBertParams({{"normalize", "false"}}, "cpu", 1))->normalizes());
+  std::ofstream(dir / "config_sentence_transformers.json") << R"({"truncate_dim": 8})";
+  EXPECT_TRUE(matryoshka({}));
+  EXPECT_FALSE(matryoshka({{"matryoshka", "false"}})) << "the setting wins";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+}
+
 // CPU-only LibTorch: "cuda:0" fails the load with a message about CUDA. CUDA LibTorch with a
 // GPU: the model runs there (pinned-memory inputs, its own stream; docs/cuda.md) and matches the
 // float64 reference; 1e-5 rather than kMaxAbs because GPU kernels sum in other orders. Not run

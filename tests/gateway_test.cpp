@@ -207,6 +207,11 @@ TEST_F(GatewayTest, OpenAiEmbeddingsEqualTheCppClients) {
   ASSERT_EQ(body["data"].size(), reference_.texts.size());
 
   const Embeddings direct = Direct(reference_.texts);
+  // Issue 26: usage is the tokens the model ran, as the SDK reports them (not 0).
+  ASSERT_EQ(direct.tokens().size(), reference_.texts.size());
+  EXPECT_GT(direct.total_tokens(), reference_.texts.size());
+  EXPECT_EQ(body["usage"]["prompt_tokens"], direct.total_tokens());
+  EXPECT_EQ(body["usage"]["total_tokens"], direct.total_tokens());
   for (std::size_t i = 0; i < reference_.texts.size(); ++i) {
     const json& item = body["data"][i];
     EXPECT_EQ(item["object"], "embedding");

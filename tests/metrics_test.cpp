@@ -51,9 +51,13 @@ TEST(MetricsTest, KnownTrafficGivesExactCounts) {
   Client client(cluster.frontend());
   const Reference reference = LoadTinyReference();
 
+  std::uint64_t tokens = 0;  // as the replies report them
   for (int i = 0; i < 10; ++i) {
-    ASSERT_EQ(client.Embed("tiny", {reference.texts[i % 4], reference.texts[5]}).size(), 2u);
+    const Embeddings e = client.Embed("tiny", {reference.texts[i % 4], reference.texts[5]});
+    ASSERT_EQ(e.size(), 2u);
+    tokens += e.total_tokens();
   }
+  ASSERT_GT(tokens, 20u);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(CodeOf([&] { client.Embed("no-such-model", {"x"}); }), ErrorCode::kUnknownModel);
   }
@@ -91,6 +95,9 @@ TEST(MetricsTest, KnownTrafficGivesExactCounts) {
   // Each request went alone (one client, one at a time): batches of 2 texts.
   EXPECT_EQ(Sample(text, R"(ember_worker_batch_size_bucket{model="tiny",le="1"})"), 0);
   EXPECT_EQ(Sample(text, R"(ember_worker_batch_size_bucket{model="tiny",le="2"})"), 10);
+  // Issue 26: the tokens the workers ran, as the replies reported them.
+  EXPECT_EQ(Sample(text, R"(ember_worker_tokens_total{model="tiny"})"),
+            static_cast<double>(tokens));
   EXPECT_EQ(SumOf(text, {R"(ember_worker_completed_total{worker="w1"})",
                          R"(ember_worker_completed_total{worker="w2"})"}),
             10);

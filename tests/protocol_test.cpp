@@ -137,6 +137,28 @@ TEST(MessagesTest, EmbedReplyCarriesRawFloats) {
   EXPECT_EQ(out.worker, "w1");
 }
 
+// Issue 26: per-text token counts travel with the vectors; a reply without them (an older
+// worker) still decodes, with none; a count per text or none at all.
+TEST(MessagesTest, EmbedReplyCarriesTokenCounts) {
+  EmbedReply in;
+  in.model = "m";
+  in.dim = 1;
+  in.count = 2;
+  in.data = {1, 2};
+  in.tokens = {3, 12};
+  EmbedReply out;
+  std::string error;
+  ASSERT_TRUE(Decode(Encode(in), &out, &error)) << error;
+  EXPECT_EQ(out.tokens, (std::vector<std::uint32_t>{3, 12}));
+  in.tokens.clear();
+  out = {};
+  ASSERT_TRUE(Decode(Encode(in), &out, &error)) << error;
+  EXPECT_TRUE(out.tokens.empty());
+  in.tokens = {3};
+  EXPECT_FALSE(Decode(Encode(in), &out, &error));
+  EXPECT_NE(error.find("'tokens' has 1 counts for 2 texts"), std::string::npos) << error;
+}
+
 TEST(MessagesTest, EmbedReplyRejectsWrongDataSize) {
   EmbedReply in;
   in.model = "m";

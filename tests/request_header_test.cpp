@@ -73,9 +73,9 @@ std::string Bytes(const std::function<void(Packer&)>& write) {
 // valid.
 std::string RequestWith(std::string_view field, const std::function<void(Packer&)>* value) {
   return Bytes([&](Packer& pk) {
-    const std::vector<std::string_view> fields = {"model", "version", "inputs", "timeout_ms",
-                                                  "truncate"};
-    pk.pack_map(static_cast<std::uint32_t>(value == nullptr ? 4 : 5));
+    const std::vector<std::string_view> fields = {"model",      "version",  "inputs",
+                                                  "timeout_ms", "truncate", "dimensions"};
+    pk.pack_map(static_cast<std::uint32_t>(value == nullptr ? 5 : 6));
     for (std::string_view f : fields) {
       if (f == field) {
         if (value == nullptr) continue;
@@ -108,7 +108,8 @@ std::string Nested(int depth) {
 
 std::vector<Body> Bodies() {
   std::vector<Body> bodies;
-  for (std::string_view field : {"model", "version", "inputs", "timeout_ms", "truncate"}) {
+  for (std::string_view field :
+       {"model", "version", "inputs", "timeout_ms", "truncate", "dimensions"}) {
     bodies.push_back({std::string(field) + " missing", RequestWith(field, nullptr)});
     for (const auto& [name, value] : Values()) {
       bodies.push_back({std::string(field) + " = " + name, RequestWith(field, &value)});
@@ -192,6 +193,7 @@ TEST(RequestHeaderTest, AgreesWithTheFullDecoder) {
     EXPECT_EQ(header.version, full.version);
     EXPECT_EQ(header.timeout_ms, full.timeout_ms);
     EXPECT_EQ(header.truncate, full.truncate);
+    EXPECT_EQ(header.dimensions, full.dimensions);
     ASSERT_EQ(header.count, full.inputs.size());
     std::size_t longest = 0, index = 0;
     for (std::size_t i = 0; i < full.inputs.size(); ++i) {
@@ -209,7 +211,8 @@ TEST(RequestHeaderTest, ReadsTheFieldsOfAnEncodedRequest) {
                              .version = 4,
                              .inputs = {"a", std::string(300, 'x'), "", std::string(300, 'y')},
                              .timeout_ms = 2500,
-                             .truncate = false};
+                             .truncate = false,
+                             .dimensions = 128};
   EmbedRequestHeader header;
   std::string error;
   ASSERT_TRUE(Decode(Encode(request), &header, &error)) << error;
@@ -217,6 +220,7 @@ TEST(RequestHeaderTest, ReadsTheFieldsOfAnEncodedRequest) {
   EXPECT_EQ(header.version, 4u);
   EXPECT_EQ(header.timeout_ms, 2500u);
   EXPECT_FALSE(header.truncate);
+  EXPECT_EQ(header.dimensions, 128u);
   EXPECT_EQ(header.count, 4u);
   EXPECT_EQ(header.longest_bytes, 300u);
   EXPECT_EQ(header.longest_index, 1u);  // the first of the two longest

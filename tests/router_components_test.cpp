@@ -365,15 +365,16 @@ TEST_F(ControlFanoutTest, ImpossibleOperationsAreRefusedAtOnce) {
 
 class CacheFrontTest : public ::testing::Test {
  protected:
-  void Cache(const std::string& text, std::vector<float> v) {
-    cache_.Put(EmbeddingCache::Key("m", 1, true, text), v);
+  void Cache(const std::string& text, std::vector<float> v, std::uint32_t tokens = 0) {
+    cache_.Put(EmbeddingCache::Key("m", 1, true, 0, text), v, tokens);
   }
   PendingRequest Pending(const std::vector<std::string>& inputs) {
     request_ = {.model = "m", .version = 0, .inputs = inputs};
     return {.client = "c", .model = "m", .body = zmq::message_t(protocol::Encode(request_))};
   }
-  // What worker w1 answers for m:1: 2-float vectors, one batch.
-  static protocol::EmbedReply WorkerReply(std::vector<float> data) {
+  // What worker w1 answers for m:1: 2-float vectors, one batch, and (if given) token counts.
+  static protocol::EmbedReply WorkerReply(std::vector<float> data,
+                                          std::vector<std::uint32_t> tokens = {}) {
     const auto count = static_cast<std::uint32_t>(data.size() / 2);
     return {.model = "m",
             .version = 1,
@@ -381,7 +382,8 @@ class CacheFrontTest : public ::testing::Test {
             .dim = 2,
             .count = count,
             .batch_size = count,
-            .data = std::move(data)};
+            .data = std::move(data),
+            .tokens = std::move(tokens)};
   }
 
   RouterMetrics metrics_;
@@ -411,7 +413,7 @@ TEST_F(CacheFrontTest, PartialHitsAskForDistinctMissesAndMergeInInputOrder) {
   EXPECT_EQ(merged.count, 4u);
   EXPECT_EQ(merged.data, (std::vector<float>{2, 2, 1, 1, 2, 2, 3, 3}));
   EXPECT_EQ(merged.worker, "w1");
-  ASSERT_NE(cache_.Get(EmbeddingCache::Key("m", 1, true, "b")), nullptr) << "the miss is cached";
+  ASSERT_NE(cache_.Get(EmbeddingCache::Key("m", 1, true, 0, "b")), nullptr) << "the miss is cached";
 }
 
 TEST_F(CacheFrontTest, FullHitsAreAnsweredWithoutAWorker) {
@@ -424,6 +426,38 @@ TEST_F(CacheFrontTest, FullHitsAreAnsweredWithoutAWorker) {
   ASSERT_TRUE(protocol::Decode(reply, &answer, &error)) << error;
   EXPECT_EQ(answer.worker, "cache");
   EXPECT_EQ(answer.data, (std::vector<float>{1, 1, 1, 1}));
+}
+
+// Issue 26: a cached text's reply reports the tokens the worker counted for it, merged in
+// input order with the worker's counts for the misses; one count not known makes the whole
+// reply's not known (no tokens), never too low.
+TEST_F(CacheFrontTest, TokenCountsComeBackFromTheCache) {
+  Cache("a", {1, 1}, 5);
+  Cache("c", {3, 3}, 9);
+  PendingRequest p = Pending({"b", "a", "b", "c"});
+  std::string reply;
+  ASSERT_EQ(front_.Look(1, p, request_, 1u, t0, &reply), CacheFront::Lookup::kDispatch);
+  const protocol::EmbedReply worker = WorkerReply({2, 2}, {7});
+  protocol::EmbedReply merged;
+  std::string error;
+  ASSERT_TRUE(
+      protocol::Decode(front_.Complete(p, protocol::Encode(worker), worker), &merged, &error))
+      << error;
+  EXPECT_EQ(merged.tokens, (std::vector<std::uint32_t>{7, 5, 7, 9}));
+  ASSERT_NE(cache_.Get(EmbeddingCache::Key("m", 1, true, 0, "b")), nullptr);
+  EXPECT_EQ(cache_.Get(EmbeddingCache::Key("m", 1, true, 0, "b"))->tokens, 7u) << "stored with it";
+
+  PendingRequest full = Pending({"c", "b"});
+  ASSERT_EQ(front_.Look(2, full, request_, 1u, t0, &reply), CacheFront::Lookup::kAnswered);
+  protocol::EmbedReply answer;
+  ASSERT_TRUE(protocol::Decode(reply, &answer, &error)) << error;
+  EXPECT_EQ(answer.tokens, (std::vector<std::uint32_t>{9, 7}));
+
+  Cache("old", {4, 4});  // from a worker that did not count
+  PendingRequest mixed = Pending({"old", "a"});
+  ASSERT_EQ(front_.Look(3, mixed, request_, 1u, t0, &reply), CacheFront::Lookup::kAnswered);
+  ASSERT_TRUE(protocol::Decode(reply, &answer, &error)) << error;
+  EXPECT_TRUE(answer.tokens.empty());
 }
 
 TEST_F(CacheFrontTest, WithNothingReadyTheRequestGoesAsItCame) {

@@ -6,6 +6,7 @@
 
 #include "common/protocol.h"
 #include "common/thread_name.h"
+#include "engine/pooling.h"
 
 namespace ember::worker {
 
@@ -118,6 +119,20 @@ bool ModelRunner::Idle() {
 
 std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* request) {
   const auto& inputs = job.request.inputs;
+  if (const std::uint32_t d = job.request.dimensions; d != 0 && d != info_.dim) {
+    std::string why;
+    if (d > info_.dim) {
+      why = "'dimensions' is " + std::to_string(d) + "; model '" + info_.name + "' gives " +
+            std::to_string(info_.dim);
+    } else if (!backend_->matryoshka()) {
+      why = "model '" + info_.name + "' does not declare Matryoshka dimensions, so 'dimensions' " +
+            "must be " + std::to_string(info_.dim) +
+            " (matryoshka = true in its version's config.toml declares them)";
+    } else {
+      request->dimensions = d;
+    }
+    if (!why.empty()) return Outcome{job.request_id, ErrorCode::kBadRequest, why, {}};
+  }
   request->ids.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     try {
@@ -129,6 +144,9 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
           job.request_id, ErrorCode::kInternal, "input " + std::to_string(i) + ": " + e.what(), {}};
     }
   }
+  request->tokens.reserve(inputs.size());
+  for (const auto& ids : request->ids)
+    request->tokens.push_back(static_cast<std::uint32_t>(ids.size()));
   request->remaining = inputs.size();
   request->received = job.received;
   request->vectors.resize(inputs.size() * info_.dim);
@@ -332,8 +350,13 @@ void ModelRunner::Send(zmq::socket_t& results, std::vector<Outcome>& outcomes) {
     reply.worker = worker_id_;
     reply.dim = info_.dim;
     reply.count = static_cast<std::uint32_t>(o.request.ids.size());
+    if (o.request.dimensions != 0) {
+      Cut(o.request.vectors, reply.count, o.request.dimensions);
+      reply.dim = o.request.dimensions;
+    }
     reply.batch_size = static_cast<std::uint32_t>(o.request.largest_batch);
     reply.data = std::move(o.request.vectors);
+    reply.tokens = std::move(o.request.tokens);
     zmq::send_multipart(results, protocol::Encode(protocol::Command::kReply, o.request_id,
                                                   protocol::Encode(reply)));
   }
@@ -342,6 +365,19 @@ void ModelRunner::Send(zmq::socket_t& results, std::vector<Outcome>& outcomes) {
     unanswered_ -= outcomes.size();
   }
   outcomes.clear();
+}
+
+void ModelRunner::Cut(std::vector<float>& data, std::size_t count, std::uint32_t dimensions) const {
+  const std::size_t dim = info_.dim, d = dimensions;
+  for (std::size_t i = 0; i < count; ++i) {
+    // In place, front to back: row i's new place lies before its old one, and after every
+    // row already moved (row 0 stays where it is).
+    float* const to = data.data() + i * d;
+    const float* const from = data.data() + i * dim;
+    if (i > 0) std::copy(from, from + d, to);
+    if (backend_->normalizes()) engine::NormalizeRow(std::span(to, d));
+  }
+  data.resize(count * d);
 }
 
 }  // namespace ember::worker

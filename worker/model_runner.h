@@ -85,7 +85,9 @@ class ModelRunner {
   // A request being assembled from its texts' vectors.
   struct Request {
     std::vector<std::vector<std::int32_t>> ids;  // per text, moved out when batched
-    std::vector<float> vectors;                  // count x dim
+    std::vector<std::uint32_t> tokens;           // per text: ids' length, for the reply
+    std::uint32_t dimensions = 0;  // < dim: the reply cuts each vector to it (Matryoshka)
+    std::vector<float> vectors;    // count x dim
     std::size_t remaining = 0;
     std::size_t largest_batch = 0;
     Clock::time_point received;  // by the worker (Job::received): for the batch trace
@@ -133,6 +135,9 @@ class ModelRunner {
   void Fail(std::uint64_t request_id, ErrorCode code, const std::string& message,
             std::vector<Outcome>* done);  // requires mu_
   void Send(zmq::socket_t& results, std::vector<Outcome>& outcomes);
+  // Keeps the first `dimensions` components of each of `count` vectors of `data`, and
+  // L2-normalises them again if the backend normalises.
+  void Cut(std::vector<float>& data, std::size_t count, std::uint32_t dimensions) const;
 
   const std::string worker_id_;
   const protocol::ModelInfo info_;

@@ -1,5 +1,7 @@
 #include "engine/bert/bert_backend.h"
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "common/error_code.h"
@@ -11,8 +13,11 @@ namespace {
 class BertBackend final : public Backend {
  public:
   BertBackend(WordPieceTokenizer tokenizer, std::unique_ptr<BertModel> model,
-              std::size_t max_length)
-      : tokenizer_(std::move(tokenizer)), model_(std::move(model)), max_length_(max_length) {}
+              std::size_t max_length, bool matryoshka)
+      : tokenizer_(std::move(tokenizer)),
+        model_(std::move(model)),
+        max_length_(max_length),
+        matryoshka_(matryoshka) {}
 
   std::int64_t dim() const override { return model_->dim(); }
   std::uint64_t memory_bytes() const override { return model_->memory_bytes(); }
@@ -21,6 +26,8 @@ class BertBackend final : public Backend {
   // On a GPU two batches in flight, each on a stream of the model's own (BertModel's
   // StreamLanes): the next batch's packing and copies overlap the current one's compute.
   int batches_in_flight() const override { return model_->device().starts_with("cuda") ? 2 : 1; }
+  bool matryoshka() const override { return matryoshka_; }
+  bool normalizes() const override { return model_->normalize(); }
 
   // The tokenizer's own limit may exceed the model's (512 vs a
   // sentence-transformers max_seq_length of 256): cut to the model's, keeping
@@ -53,7 +60,19 @@ class BertBackend final : public Backend {
   WordPieceTokenizer tokenizer_;
   std::unique_ptr<BertModel> model_;
   std::size_t max_length_;
+  bool matryoshka_;
 };
+
+// sentence-transformers' truncate_dim in the folder's config_sentence_transformers.json: the
+// model was meant to be cut.
+bool DeclaresTruncateDim(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "config_sentence_transformers.json");
+  if (!in) return false;
+  const auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return false;
+  const auto it = config.find("truncate_dim");
+  return it != config.end() && it->is_number_unsigned() && it->get<std::uint64_t>() > 0;
+}
 
 }  // namespace
 
@@ -107,6 +126,7 @@ BertLoad ParseBertParams(BackendParams params, std::string device, int threads) 
                   "cuda-layernorm = \"" + *layout + "\": expected block or warp");
     }
   }
+  if (const auto m = params.TakeBool("matryoshka")) load.matryoshka = *m;
   params.RejectUnused("bert", kBertParams);
   return load;
 }
@@ -133,7 +153,8 @@ std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir, const
     throw std::runtime_error("model '" + dir.string() + "': max length " +
                              std::to_string(max_length) + " leaves no room for text");
   }
-  return std::make_unique<BertBackend>(std::move(tokenizer), std::move(model), max_length);
+  return std::make_unique<BertBackend>(std::move(tokenizer), std::move(model), max_length,
+                                       load.matryoshka.value_or(DeclaresTruncateDim(dir)));
 }
 
 }  // namespace ember::engine

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/backend.h"
@@ -20,6 +21,9 @@ struct BertLoad {
   BertOptions model;
   std::size_t max_length = 0;  // > 0: caps tokens per text below the model's own limit
   LowercaseRule lowercase = LowercaseRule::kPerCharacter;  // for uncased tokenizers
+  // Backend::matryoshka: `matryoshka = true | false`; unset, whether the folder's
+  // config_sentence_transformers.json has sentence-transformers' truncate_dim.
+  std::optional<bool> matryoshka = std::nullopt;
 };
 
 // The bert backend's parameters (a model version's config.toml, docs/models.md):
@@ -29,9 +33,10 @@ struct BertLoad {
 //   encoder = "fused" | "aten"             the device's packed encoder (default) or the ATen
 //                                          forward (BertOptions::fused)
 //   cuda-layernorm = "warp" | "block"      BertOptions::cuda_warp_layernorm (warp: default)
+//   matryoshka = true | false              BertLoad::matryoshka (default: the folder's word)
 // Throws ember::Error (BAD_REQUEST) for a bad value or an unknown key.
 inline constexpr char kBertParams[] =
-    "pooling, normalize, max-length, precision, lowercase, encoder, cuda-layernorm";
+    "pooling, normalize, max-length, precision, lowercase, encoder, cuda-layernorm, matryoshka";
 BertLoad ParseBertParams(BackendParams params, std::string device, int threads);
 
 // Loads `dir` (config.json, model.safetensors, vocab.txt or tokenizer.json, optional

@@ -38,6 +38,13 @@ class Embeddings:
         self.dim = reply.get("dim", 0)
         # Texts in the largest worker batch that computed these.
         self.batch_size = reply.get("batch_size", 0)
+        # Per text, the tokens the model ran on it (special tokens included, after
+        # truncation); empty when not known. total_tokens: their sum, as OpenAI's usage.
+        self.tokens = list(reply.get("tokens") or [])
+        if self.tokens and len(self.tokens) != reply.get("count", 0):
+            raise InternalError("reply has %d token counts for %d texts"
+                                % (len(self.tokens), reply.get("count", 0)))
+        self.total_tokens = sum(self.tokens)
         self._rows = protocol.vectors(reply)
 
     def __len__(self):
@@ -242,11 +249,14 @@ class Client:
 
     # -- API -----------------------------------------------------------------
 
-    def embed(self, model, texts, version=0, truncate=True, timeout=None, attempts=None):
+    def embed(self, model, texts, version=0, truncate=True, timeout=None, attempts=None,
+              dimensions=0):
         """Embeds ``texts`` (a str or a list of str) with ``model``.
 
         version:  0 = the latest version the cluster serves.
         truncate: False makes over-long texts fail with TOO_LONG.
+        dimensions: the first n components of each vector, normalised again
+                  (Matryoshka models only); 0: all of them.
         timeout:  seconds per attempt (default: the client's); the router
                   enforces the same deadline.
         attempts: tries in all (Lazy Pirate): when no answer comes within the
@@ -261,11 +271,11 @@ class Client:
         attempts = self.attempts if attempts is None else attempts
         timeout_ms = max(1, int(round(timeout * 1000)))
         body = protocol.embed_request(model, texts, version=version, timeout_ms=timeout_ms,
-                                      truncate=truncate)
+                                      truncate=truncate, dimensions=dimensions)
         return _embeddings(self._call(protocol.REQUEST, body, timeout, attempts), len(texts))
 
     def embed_many(self, model, requests, window=64, version=0, truncate=True, timeout=None,
-                   attempts=None):
+                   attempts=None, dimensions=0):
         """Embeds many requests (each a str or a list of str) with up to ``window`` of them in
         flight at once on this client's connection, so that one Python thread can keep a GPU
         worker busy (embed() has one in flight). Returns a list of Embeddings, in the order of
@@ -301,7 +311,8 @@ class Client:
         while healthy and (following < len(requests) or in_flight):
             while healthy and following < len(requests) and len(in_flight) < window:
                 body = protocol.embed_request(model, requests[following], version=version,
-                                              timeout_ms=timeout_ms, truncate=truncate)
+                                              timeout_ms=timeout_ms, truncate=truncate,
+                                              dimensions=dimensions)
                 request_id = next(self._ids)
                 try:
                     self._socket.send_multipart(protocol.encode(protocol.REQUEST, request_id,
@@ -344,7 +355,8 @@ class Client:
             again.extend(range(following, len(requests)))
         for index in sorted(again):
             results[index] = self.embed(model, requests[index], version=version,
-                                        truncate=truncate, timeout=timeout, attempts=attempts)
+                                        truncate=truncate, timeout=timeout, attempts=attempts,
+                                        dimensions=dimensions)
         return results
 
     def status(self, timeout=5.0):

@@ -66,9 +66,12 @@ def unpack(body):
     return value
 
 
-def embed_request(model, inputs, version=0, timeout_ms=0, truncate=True):
-    return pack({"model": model, "version": version, "inputs": list(inputs),
-                 "timeout_ms": timeout_ms, "truncate": truncate})
+def embed_request(model, inputs, version=0, timeout_ms=0, truncate=True, dimensions=0):
+    body = {"model": model, "version": version, "inputs": list(inputs),
+            "timeout_ms": timeout_ms, "truncate": truncate}
+    if dimensions:
+        body["dimensions"] = dimensions
+    return pack(body)
 
 
 def vectors(reply):

@@ -10,11 +10,9 @@ Run by ctest (tests/CMakeLists.txt), which sets EMBER_ROUTER_BIN,
 EMBER_WORKER_BIN, EMBERCTL_BIN, EMBER_TINY_DIR and PYTHONPATH.
 """
 
-import ctypes
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,25 +24,12 @@ import zmq
 
 import ember_client
 from ember_client import protocol
+from processes import require, start, stop
 
 ROUTER = os.environ.get("EMBER_ROUTER_BIN", "")
 WORKER = os.environ.get("EMBER_WORKER_BIN", "")
 EMBERCTL = os.environ.get("EMBERCTL_BIN", "")
 TINY = os.environ.get("EMBER_TINY_DIR", "")
-
-
-def _die_with_parent():
-    # PR_SET_PDEATHSIG: a crashed test never leaves a router or worker behind.
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-
-
-def start(argv, log_path):
-    log = open(log_path, "ab")
-    try:
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                preexec_fn=_die_with_parent)
-    finally:
-        log.close()
 
 
 def max_abs_diff(a, b):
@@ -55,9 +40,7 @@ def max_abs_diff(a, b):
 class ClusterTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for path in (ROUTER, WORKER, EMBERCTL, TINY):
-            if not path or not os.path.exists(path):
-                raise RuntimeError("missing %r: run through ctest" % path)
+        require(ROUTER, WORKER, EMBERCTL, TINY)
         cls.dir = tempfile.mkdtemp(prefix="ember-py-")
         cls.frontend = "ipc://" + os.path.join(cls.dir, "frontend")
         backend = "ipc://" + os.path.join(cls.dir, "backend")
@@ -91,15 +74,7 @@ class ClusterTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for p in cls.processes:
-            if p.poll() is None:
-                p.terminate()
-        for p in cls.processes:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop(cls.processes)
         if getattr(cls, "failed", False):
             for name in sorted(n for n in os.listdir(cls.dir) if n.endswith(".log")):
                 with open(os.path.join(cls.dir, name), errors="replace") as f:
@@ -138,6 +113,20 @@ class ClusterTest(unittest.TestCase):
             self.assertLess(max_abs_diff(e[i], cpp[i]), 1e-5, text)
             self.assertLess(max_abs_diff(e[i], self.reference["vectors"][i]), 1e-4, text)
         self.assertEqual(e.tolist()[3], list(e[3]))
+
+    def test_token_counts_come_with_the_vectors(self):
+        # Issue 26: per text, the tokens the model ran; the C++ client reports the same.
+        texts = ["hello world", "你好，世界", "a"]
+        e = self.client.embed("tiny", texts)
+        self.assertEqual(len(e.tokens), len(texts))
+        self.assertTrue(all(t > 0 for t in e.tokens), e.tokens)
+        self.assertEqual(e.total_tokens, sum(e.tokens))
+        out = subprocess.run([EMBERCTL, "--router", self.frontend, "--timeout-ms", "10000",
+                              "embed", "--json", "tiny", "--"] + texts,
+                             check=True, capture_output=True, timeout=30)
+        cpp = json.loads(out.stdout)
+        self.assertEqual([item["tokens"] for item in cpp["data"]], e.tokens)
+        self.assertEqual(cpp["usage"]["prompt_tokens"], e.total_tokens)
 
     def test_one_string_and_an_explicit_version(self):
         e = self.client.embed("tiny", "你好，世界", version=1)

@@ -1,0 +1,183 @@
+"""The gateway against the official clients' expectations (issue 26): the `openai` Python
+package's embeddings.create against /v1/embeddings, and TEI-shaped HTTP calls to /embed, on a
+router (cache on), a worker and a gateway this test starts, serving the real all-MiniLM-L6-v2
+twice from a model repository: as "minilm", and as "minilm-mrl" with `matryoshka = true`.
+
+Oracles: HF `tokenizers` (the folder's tokenizer.json) for the token counts that `usage` and
+TEI's x-compute-tokens header report, and sentence-transformers' encode for the vectors (with
+truncate_dim for `dimensions`).
+
+Run by ctest (tests/CMakeLists.txt) with the project's Python environment, which sets
+EMBER_ROUTER_BIN, EMBER_WORKER_BIN, EMBER_GATEWAY_BIN and EMBER_MINILM_REAL_DIR.
+"""
+
+import json
+import os
+import shutil
+import socket
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import numpy as np
+import openai
+import tokenizers
+from sentence_transformers import SentenceTransformer
+
+from processes import require, start, stop
+
+ROUTER = os.environ.get("EMBER_ROUTER_BIN", "")
+WORKER = os.environ.get("EMBER_WORKER_BIN", "")
+GATEWAY = os.environ.get("EMBER_GATEWAY_BIN", "")
+MODEL_DIR = os.environ.get("EMBER_MINILM_REAL_DIR", "")
+
+TEXTS = [
+    "Hello, world!",
+    "The quick brown fox jumps over the lazy dog.",
+    "Café, naïve, Ångström: accents are stripped by the uncased tokenizer.",
+    "Unbelievably, the tokenizer splits unaffordable words into word pieces.",
+    "机器学习模型把文本变成向量。",
+    "A",
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class OpenAiCompatTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require(ROUTER, WORKER, GATEWAY, MODEL_DIR)
+        cls.dir = tempfile.mkdtemp(prefix="ember-openai-")
+        frontend = "ipc://" + os.path.join(cls.dir, "frontend")
+        backend = "ipc://" + os.path.join(cls.dir, "backend")
+        cls.port = free_port()
+        cls.base = "http://127.0.0.1:%d" % cls.port
+        repository = os.path.join(cls.dir, "repository")
+        for name, config in (("minilm", ""), ("minilm-mrl", "matryoshka = true\n")):
+            version = os.path.join(repository, name, "1")
+            os.makedirs(version)
+            for entry in os.listdir(MODEL_DIR):
+                os.symlink(os.path.join(MODEL_DIR, entry), os.path.join(version, entry))
+            with open(os.path.join(version, "config.toml"), "w") as f:
+                f.write(config)
+        cls.processes = [
+            start([ROUTER, "--frontend", frontend, "--backend", backend,
+                   "--cache-bytes", str(16 << 20)], os.path.join(cls.dir, "router.log")),
+            start([WORKER, "--router", backend, "--id", "w1", "--threads", "1",
+                   "--repository", repository], os.path.join(cls.dir, "worker.log")),
+            start([GATEWAY, "--router", frontend, "--listen", "127.0.0.1:%d" % cls.port,
+                   "--default-model", "minilm"], os.path.join(cls.dir, "gateway.log")),
+        ]
+        cls.client = openai.OpenAI(base_url=cls.base + "/v1", api_key="unused", max_retries=0,
+                                   timeout=30)
+        deadline = time.monotonic() + 90  # the worker loads the model
+        while True:
+            try:
+                for model in ("minilm", "minilm-mrl"):
+                    cls.client.embeddings.create(model=model, input="warm-up")
+                break
+            except openai.APIError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the cluster did not come up; logs in " + cls.dir)
+                time.sleep(0.2)
+        tokenizer = tokenizers.Tokenizer.from_file(os.path.join(MODEL_DIR, "tokenizer.json"))
+        tokenizer.no_padding()  # the file pads every text to 128 for batching
+        cls.tokens = [len(tokenizer.encode(t).ids) for t in TEXTS]
+        cls.st = SentenceTransformer(MODEL_DIR, device="cpu").encode(
+            TEXTS, convert_to_numpy=True, normalize_embeddings=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        stop(cls.processes, timeout=10)
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def check_vectors(self, data):
+        self.assertEqual([d.index for d in data], list(range(len(TEXTS))))
+        got = np.array([d.embedding for d in data], dtype=np.float32)
+        self.assertEqual(got.shape, self.st.shape)
+        self.assertLessEqual(float(np.abs(got - self.st).max()), 1e-5)
+
+    def test_usage_counts_the_tokens_the_model_ran(self):
+        # The client's default asks for base64 and decodes it.
+        r = self.client.embeddings.create(model="minilm", input=TEXTS)
+        self.assertEqual(r.model, "minilm")
+        self.check_vectors(r.data)
+        self.assertEqual(r.usage.prompt_tokens, sum(self.tokens))
+        self.assertEqual(r.usage.total_tokens, sum(self.tokens))
+
+    def test_float_format_and_one_string(self):
+        r = self.client.embeddings.create(model="minilm", input=TEXTS, encoding_format="float")
+        self.check_vectors(r.data)
+        one = self.client.embeddings.create(model="minilm", input=TEXTS[1])
+        self.assertEqual(len(one.data), 1)
+        self.assertEqual(one.usage.prompt_tokens, self.tokens[1])
+
+    def test_cached_answers_report_the_same_usage(self):
+        # The router's cache answers repeats (docs/caching.md): the counts come from it.
+        first = self.client.embeddings.create(model="minilm", input=TEXTS[:3])
+        again = self.client.embeddings.create(model="minilm", input=TEXTS[:3] + TEXTS[:1])
+        self.assertEqual(first.usage.prompt_tokens, sum(self.tokens[:3]))
+        self.assertEqual(again.usage.prompt_tokens, sum(self.tokens[:3]) + self.tokens[0])
+
+    def test_dimensions_of_the_model_pass_and_others_are_400(self):
+        r = self.client.embeddings.create(model="minilm", input=TEXTS[:1], dimensions=384)
+        self.assertEqual(len(r.data[0].embedding), 384)
+        with self.assertRaises(openai.BadRequestError):
+            self.client.embeddings.create(model="minilm", input=TEXTS[:1], dimensions=999)
+
+    def test_matryoshka_dimensions_equal_sentence_transformers_truncate_dim(self):
+        for d in (32, 128, 256):
+            st = SentenceTransformer(MODEL_DIR, device="cpu", truncate_dim=d).encode(
+                TEXTS, convert_to_numpy=True, normalize_embeddings=True)
+            r = self.client.embeddings.create(model="minilm-mrl", input=TEXTS, dimensions=d)
+            got = np.array([x.embedding for x in r.data], dtype=np.float32)
+            self.assertEqual(got.shape, (len(TEXTS), d))
+            self.assertLessEqual(float(np.abs(got - st).max()), 1e-6, d)
+            self.assertEqual(r.usage.prompt_tokens, sum(self.tokens), "the same tokens ran")
+
+    def test_dimensions_are_part_of_the_cache_key(self):
+        cut = self.client.embeddings.create(model="minilm-mrl", input=TEXTS[4], dimensions=64)
+        full = self.client.embeddings.create(model="minilm-mrl", input=TEXTS[4])
+        again = self.client.embeddings.create(model="minilm-mrl", input=TEXTS[4], dimensions=64)
+        self.assertEqual(len(cut.data[0].embedding), 64)
+        self.assertEqual(len(full.data[0].embedding), 384)
+        self.assertEqual(again.data[0].embedding, cut.data[0].embedding)
+
+    def test_dimensions_for_a_model_that_does_not_declare_them_is_400(self):
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.client.embeddings.create(model="minilm", input=TEXTS[:1], dimensions=128)
+        self.assertIn("Matryoshka", str(caught.exception))
+        with self.assertRaises(openai.BadRequestError):
+            self.client.embeddings.create(model="minilm-mrl", input=TEXTS[:1], dimensions=385)
+
+    def test_tei_embed_takes_dimensions(self):
+        body = json.dumps({"inputs": TEXTS[:2], "model": "minilm-mrl", "dimensions": 64}).encode()
+        request = urllib.request.Request(self.base + "/embed", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            vectors = np.array(json.loads(response.read()), dtype=np.float32)
+        self.assertEqual(vectors.shape, (2, 64))
+        self.assertLessEqual(float(np.abs(np.linalg.norm(vectors, axis=1) - 1).max()), 1e-6)
+
+    def test_unknown_model_is_not_found(self):
+        with self.assertRaises(openai.NotFoundError):
+            self.client.embeddings.create(model="no-such-model", input="x")
+
+    def test_tei_embed_reports_tokens_in_its_header(self):
+        body = json.dumps({"inputs": TEXTS}).encode()
+        request = urllib.request.Request(self.base + "/embed", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            self.assertEqual(int(response.headers["x-compute-tokens"]), sum(self.tokens))
+            vectors = np.array(json.loads(response.read()), dtype=np.float32)
+        self.assertLessEqual(float(np.abs(vectors - self.st).max()), 1e-5)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
