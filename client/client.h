@@ -39,6 +39,9 @@ struct EmbedOptions {
   // The first n components of each vector, normalised again if the model normalises
   // (Matryoshka: only models that declare it take an n below their size). 0: all.
   std::uint32_t dimensions = 0;
+  // One of the model's prompts (sentence-transformers' "prompts", e.g. "query"), put before
+  // each input; empty: the model's default prompt, if it has one.
+  std::string prompt_name{};
   std::chrono::milliseconds timeout{30'000};  // per attempt
   // Attempts in all (Lazy Pirate): when no answer comes within the timeout, the connection
   // is lost, or the router answers UNAVAILABLE, the client reconnects, to the next router if

@@ -13,6 +13,7 @@ std::string EncodeRequest(std::string_view model, std::vector<std::string> texts
   request.timeout_ms = static_cast<std::uint32_t>(options.timeout.count());
   request.truncate = options.truncate;
   request.dimensions = options.dimensions;
+  request.prompt_name = options.prompt_name;
   return protocol::Encode(request);
 }
 

@@ -19,13 +19,15 @@ struct GlobalFlags {
 };
 
 int Embed(const GlobalFlags& flags, const std::string& model, const std::vector<std::string>& texts,
-          bool json, bool full, int version, bool no_truncate, std::uint32_t dimensions) {
+          bool json, bool full, int version, bool no_truncate, std::uint32_t dimensions,
+          const std::string& prompt_name) {
   ember::Client client(flags.routers, {});
   ember::EmbedOptions options;
   options.timeout = std::chrono::milliseconds(flags.timeout_ms);
   options.version = static_cast<std::uint32_t>(version);
   options.truncate = !no_truncate;
   options.dimensions = dimensions;
+  options.prompt_name = prompt_name;
   const ember::Embeddings e = client.Embed(model, texts, options);
   if (json) {
     nlohmann::json out = {
@@ -146,6 +148,7 @@ int main(int argc, char** argv) {
   bool json = false, full = false, no_truncate = false;
   int version = 0;
   std::uint32_t dimensions = 0;
+  std::string prompt_name;
   embed->add_option("model", model, "model name")->required();
   embed->add_option("texts", texts, "texts to embed")->required();
   embed->add_flag("--json", json, "print JSON (OpenAI-like layout)");
@@ -155,6 +158,9 @@ int main(int argc, char** argv) {
   embed->add_flag("--no-truncate", no_truncate, "fail with TOO_LONG instead of truncating");
   embed->add_option("--dimensions", dimensions,
                     "the first N components, normalised again (Matryoshka models; 0: all)");
+  embed->add_option("--prompt-name", prompt_name,
+                    "one of the model's prompts (e.g. query) before each text; default: the "
+                    "model's default prompt");
 
   ember::ctl::AddSimilarityCommand(app, flags.routers, flags.timeout_ms);
   ember::ctl::AddModelsCommand(app, flags.routers, flags.timeout_ms);
@@ -167,7 +173,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (embed->parsed()) {
-      return Embed(flags, model, texts, json, full, version, no_truncate, dimensions);
+      return Embed(flags, model, texts, json, full, version, no_truncate, dimensions, prompt_name);
     }
     if (status->parsed()) return Status(flags, status_json);
   } catch (const ember::Error& e) {

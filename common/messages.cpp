@@ -229,13 +229,14 @@ std::optional<ControlOp> ParseControlOp(std::string_view name) {
 std::string Encode(const EmbedRequest& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(body.dimensions == 0 ? 5 : 6);
+  pk.pack_map(5u + (body.dimensions == 0 ? 0u : 1u) + (body.prompt_name.empty() ? 0u : 1u));
   PackField(pk, "model", body.model);
   PackField(pk, "version", body.version);
   PackField(pk, "inputs", body.inputs);
   PackField(pk, "timeout_ms", body.timeout_ms);
   PackField(pk, "truncate", body.truncate);
   if (body.dimensions != 0) PackField(pk, "dimensions", body.dimensions);
+  if (!body.prompt_name.empty()) PackField(pk, "prompt_name", body.prompt_name);
   return ToString(buffer);
 }
 
@@ -248,7 +249,8 @@ bool Decode(std::string_view bytes, EmbedRequest* out, std::string* error) {
          Read(map, "inputs", &out->inputs, Need::kRequired, error) &&
          Read(map, "timeout_ms", &out->timeout_ms, Need::kOptional, error) &&
          Read(map, "truncate", &out->truncate, Need::kOptional, error) &&
-         Read(map, "dimensions", &out->dimensions, Need::kOptional, error);
+         Read(map, "dimensions", &out->dimensions, Need::kOptional, error) &&
+         Read(map, "prompt_name", &out->prompt_name, Need::kOptional, error);
 }
 
 std::string Encode(const EmbedReply& body) {

@@ -28,6 +28,9 @@ struct EmbedRequest {
   // The first `dimensions` components of each vector, normalised again if the model
   // normalises (Matryoshka; only for models that declare it, Backend::matryoshka). 0: all.
   std::uint32_t dimensions = 0;
+  // The model's prompt (sentence-transformers' "prompts", e.g. "query") put before each input;
+  // empty: the version's default prompt, if it has one (Backend::prompts).
+  std::string prompt_name{};
 };
 
 // REPLY body to an EmbedRequest: `count` vectors of `dim` float32, row-major.

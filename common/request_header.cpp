@@ -8,7 +8,16 @@
 namespace ember::protocol {
 namespace {
 
-enum class Field { kNone, kModel, kVersion, kInputs, kTimeout, kTruncate, kDimensions };
+enum class Field {
+  kNone,
+  kModel,
+  kVersion,
+  kInputs,
+  kTimeout,
+  kTruncate,
+  kDimensions,
+  kPromptName
+};
 
 Field FieldNamed(std::string_view key) {
   if (key == "model") return Field::kModel;
@@ -17,6 +26,7 @@ Field FieldNamed(std::string_view key) {
   if (key == "timeout_ms") return Field::kTimeout;
   if (key == "truncate") return Field::kTruncate;
   if (key == "dimensions") return Field::kDimensions;
+  if (key == "prompt_name") return Field::kPromptName;
   return Field::kNone;
 }
 
@@ -113,7 +123,8 @@ class HeaderVisitor : public msgpack::null_visitor {
     return check(Field::kModel, "model", true) && check(Field::kVersion, "version", false) &&
            check(Field::kInputs, "inputs", true) && check(Field::kTimeout, "timeout_ms", false) &&
            check(Field::kTruncate, "truncate", false) &&
-           check(Field::kDimensions, "dimensions", false);
+           check(Field::kDimensions, "dimensions", false) &&
+           check(Field::kPromptName, "prompt_name", false);
   }
 
  private:
@@ -168,6 +179,9 @@ class HeaderVisitor : public msgpack::null_visitor {
                                        : out_->dimensions) = static_cast<std::uint32_t>(integer_);
         }
         break;
+      case Field::kPromptName:  // the worker's to read; the router only checks its type
+        slot.ok = kind == Kind::kText;
+        break;
       case Field::kTruncate:
         slot.ok = kind == Kind::kBool;
         if (slot.ok) out_->truncate = boolean_;
@@ -217,7 +231,7 @@ class HeaderVisitor : public msgpack::null_visitor {
   Field field_ = Field::kNone;  // the value being read is this field's
   bool in_inputs_ = false;
   std::size_t input_index_ = 0;
-  FieldSlot slots_[7]{};
+  FieldSlot slots_[8]{};
   // The last scalar seen.
   std::string_view text_;
   std::uint64_t integer_ = 0;

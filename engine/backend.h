@@ -10,6 +10,9 @@
 #define EMBER_ENGINE_BACKEND_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -43,6 +46,17 @@ class Backend {
   // `dimensions` below dim(). Whether Embed L2-normalises: a cut vector is then normalised again.
   virtual bool matryoshka() const { return false; }
   virtual bool normalizes() const { return false; }
+
+  // The prompts the model declares (sentence-transformers' "prompts": name -> the text put
+  // before each input, e.g. "query" -> "query: "), and the one for requests that name none.
+  struct Prompts {
+    std::map<std::string, std::string, std::less<>> texts;
+    std::string default_name;  // empty: no prompt unless a request names one
+  };
+  virtual const Prompts& prompts() const {
+    static const Prompts kNone;
+    return kNone;
+  }
 
   // Token ids of one text, ready for Embed. `truncate` false makes an
   // over-long text an error. Throws ember::Error (BAD_REQUEST, TOO_LONG).

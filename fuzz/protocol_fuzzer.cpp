@@ -31,7 +31,8 @@ void Check(bool ok, const char* what) {
 
 bool Same(const protocol::EmbedRequest& a, const protocol::EmbedRequest& b) {
   return a.model == b.model && a.version == b.version && a.inputs == b.inputs &&
-         a.timeout_ms == b.timeout_ms && a.truncate == b.truncate;
+         a.timeout_ms == b.timeout_ms && a.truncate == b.truncate && a.dimensions == b.dimensions &&
+         a.prompt_name == b.prompt_name;
 }
 bool Same(const protocol::EmbedReply& a, const protocol::EmbedReply& b) {
   // Compare vectors bitwise: NaN payloads must survive too.

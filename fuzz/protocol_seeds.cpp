@@ -31,6 +31,8 @@ std::vector<std::string> ProtocolSeeds() {
   request.inputs = {"hello", "你好", ""};
   request.timeout_ms = 1500;
   request.truncate = false;
+  request.dimensions = 64;
+  request.prompt_name = "query";
   protocol::EmbedReply reply;
   reply.model = "tiny";
   reply.version = 1;

@@ -39,4 +39,13 @@ std::uint32_t ParseDimensions(const nlohmann::json& body) {
   return dimensions->get<std::uint32_t>();
 }
 
+std::string ParsePromptName(const nlohmann::json& body) {
+  const auto name = body.find("prompt_name");
+  if (name == body.end() || name->is_null()) return {};
+  if (!name->is_string() || name->get_ref<const std::string&>().empty()) {
+    throw BadRequest("'prompt_name' must be a non-empty string");
+  }
+  return name->get<std::string>();
+}
+
 }  // namespace ember::gateway

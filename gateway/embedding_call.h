@@ -21,6 +21,9 @@ struct EmbeddingCall {
   // The first n components, normalised again (Matryoshka: only models that declare it take
   // an n below their size; the worker says BAD_REQUEST otherwise). 0: all of them.
   std::uint32_t dimensions = 0;
+  // One of the model's prompts (e.g. "query"), put before each input; empty: the model's
+  // default prompt, if it has one.
+  std::string prompt_name{};
 };
 
 // Splits "name:version" (version a positive integer, or "latest" = 0) into
@@ -31,6 +34,9 @@ void ParseModelName(std::string_view spec, EmbeddingCall* call);
 // The body's "dimensions" (absent or null: 0); throws HttpError 400 unless a positive integer
 // that fits uint32.
 std::uint32_t ParseDimensions(const nlohmann::json& body);
+
+// The body's "prompt_name" (absent or null: ""); throws HttpError 400 unless a non-empty string.
+std::string ParsePromptName(const nlohmann::json& body);
 
 }  // namespace ember::gateway
 

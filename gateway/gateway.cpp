@@ -25,6 +25,7 @@ Embeddings Embed(AsyncClient& client, const EmbeddingCall& call, const GatewayOp
   embed.version = call.version;
   embed.truncate = call.truncate.value_or(true);
   embed.dimensions = call.dimensions;
+  embed.prompt_name = call.prompt_name;
   embed.timeout = options.timeout;
   embed.attempts = options.attempts;
   return client.Embed(call.model, call.texts, embed).get();

@@ -57,6 +57,7 @@ OpenAiRequest ParseOpenAiRequest(std::string_view body) {
     }
   }
   out.call.dimensions = ParseDimensions(request);
+  out.call.prompt_name = ParsePromptName(request);  // ember's extension, as TEI's
   const auto truncate = request.find("truncate");
   if (truncate != request.end() && !truncate->is_null()) {
     if (!truncate->is_boolean()) throw BadRequest("'truncate' must be a boolean");

@@ -3,7 +3,7 @@
 //
 // Request:  {"input": str | [str], "model": "name" | "name:version",
 //            "encoding_format": "float" | "base64", "dimensions": n, "user": ...}
-//           plus ember's optional "truncate": bool.
+//           plus ember's optional "truncate": bool and "prompt_name": str (as TEI's).
 // Response: {"object": "list", "data": [{"object": "embedding", "index": i,
 //            "embedding": [...] | "base64"}], "model": ..., "usage": {...}}
 #ifndef EMBER_GATEWAY_OPENAI_API_H_

@@ -40,6 +40,7 @@ TeiRequest ParseTeiRequest(std::string_view body, const std::string& default_mod
   }
 
   out.call.dimensions = ParseDimensions(request);
+  out.call.prompt_name = ParsePromptName(request);
   for (const char* flag : {"normalize", "truncate"}) {
     const auto value = request.find(flag);
     if (value == request.end() || value->is_null()) continue;

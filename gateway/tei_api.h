@@ -2,7 +2,7 @@
 // clients (LangChain, LlamaIndex, TEI's own SDKs) can use an ember cluster.
 //
 // Request:  {"inputs": str | [str], "normalize": bool = true, "truncate": bool,
-//            "dimensions": n (Matryoshka models only)}
+//            "dimensions": n (Matryoshka models only), "prompt_name": str}
 //           plus ember's optional "model": "name[:version]"; without it the
 //           gateway's --default-model serves the request (a TEI server
 //           serves exactly one model).

@@ -16,6 +16,7 @@ CacheFront::Lookup CacheFront::Look(std::uint64_t id, PendingRequest& p,
                                     std::string* reply) {
   p.truncate = request.truncate;
   p.dimensions = request.dimensions;
+  p.prompt_name = request.prompt_name;
   if (!version) {
     p.texts = std::move(request.inputs);
     return Lookup::kDispatch;
@@ -28,8 +29,8 @@ CacheFront::Lookup CacheFront::Look(std::uint64_t id, PendingRequest& p,
   std::size_t missed = 0;
   for (std::size_t i = 0; i < request.inputs.size(); ++i) {
     const std::string& text = request.inputs[i];
-    if (const auto* entry =
-            cache_.Get(EmbeddingCache::Key(p.model, *version, p.truncate, p.dimensions, text))) {
+    if (const auto* entry = cache_.Get(EmbeddingCache::Key(p.model, *version, p.truncate,
+                                                           p.dimensions, p.prompt_name, text))) {
       hits[i] = *entry;
       continue;
     }
@@ -44,7 +45,8 @@ CacheFront::Lookup CacheFront::Look(std::uint64_t id, PendingRequest& p,
     std::vector<std::string> keys;
     keys.reserve(misses.size());
     for (const auto& text : misses) {
-      keys.push_back(EmbeddingCache::Key(p.model, *version, p.truncate, p.dimensions, text));
+      keys.push_back(
+          EmbeddingCache::Key(p.model, *version, p.truncate, p.dimensions, p.prompt_name, text));
     }
     if (redis_->Lookup(id, std::move(keys))) {
       p.awaiting_redis = true;
@@ -100,7 +102,8 @@ CacheFront::Lookup CacheFront::Resume(PendingRequest& p, std::vector<CachedEmbed
     CachedEmbedding* value = j < values.size() ? &values[j] : nullptr;
     if (value != nullptr && !value->vector.empty() && (dim == 0 || value->vector.size() == dim)) {
       dim = value->vector.size();
-      cache_.Put(EmbeddingCache::Key(p.model, p.cache_version, p.truncate, p.dimensions, texts[j]),
+      cache_.Put(EmbeddingCache::Key(p.model, p.cache_version, p.truncate, p.dimensions,
+                                     p.prompt_name, texts[j]),
                  value->vector, value->tokens);
       found[j] = std::move(*value);
     } else {
@@ -175,8 +178,8 @@ std::string CacheFront::Complete(const PendingRequest& p, std::string_view body,
   // Per text, the tokens the worker counted (0: it did not say).
   const auto tokens_of = [&](std::size_t i) { return reply.tokens.empty() ? 0u : reply.tokens[i]; };
   for (std::size_t i = 0; i < p.texts.size(); ++i) {
-    const std::string key =
-        EmbeddingCache::Key(p.model, reply.version, p.truncate, p.dimensions, p.texts[i]);
+    const std::string key = EmbeddingCache::Key(p.model, reply.version, p.truncate, p.dimensions,
+                                                p.prompt_name, p.texts[i]);
     const auto vector = std::span(reply.data).subspan(i * dim, dim);
     cache_.Put(key, vector, tokens_of(i));
     if (redis_ != nullptr) redis_->Store(key, vector, tokens_of(i));

@@ -3,8 +3,10 @@
 namespace ember::router {
 namespace {
 
-// Key layout: model NUL version NUL truncate NUL dimensions NUL text. Model names hold no
-// NUL, so the prefix up to the text identifies (model, version) exactly.
+// Key layout: model NUL version NUL truncate NUL dimensions NUL prompt-name size NUL prompt
+// name, then the text. Model names hold no NUL, so the prefix up to the text identifies
+// (model, version) exactly; the prompt name's size keeps a name and a text apart whatever
+// bytes they hold.
 std::string Prefix(std::string_view model, std::uint32_t version) {
   std::string key(model);
   key += '\0';
@@ -16,12 +18,16 @@ std::string Prefix(std::string_view model, std::uint32_t version) {
 }  // namespace
 
 std::string EmbeddingCache::Key(std::string_view model, std::uint32_t version, bool truncate,
-                                std::uint32_t dimensions, std::string_view text) {
+                                std::uint32_t dimensions, std::string_view prompt_name,
+                                std::string_view text) {
   std::string key = Prefix(model, version);
   key += truncate ? '1' : '0';
   key += '\0';
   key += std::to_string(dimensions);
   key += '\0';
+  key += std::to_string(prompt_name.size());
+  key += '\0';
+  key += prompt_name;
   key += text;
   return key;
 }

@@ -1,5 +1,5 @@
 // The router's embedding cache: least-recently-used vectors under a byte
-// budget, keyed by (model, resolved version, truncate flag, dimensions, text). The key
+// budget, keyed by (model, resolved version, truncate flag, dimensions, prompt name, text). The key
 // holds the version that computed the vector, so a vector of a retired
 // version is never served for its successor; EraseVersion frees them early.
 // Owned and used by the router thread only.
@@ -23,9 +23,11 @@ class EmbeddingCache {
  public:
   explicit EmbeddingCache(std::size_t budget_bytes) : budget_(budget_bytes) {}
 
-  // `dimensions`: the request's (0: the model's own), since a cut vector is another vector.
+  // `dimensions` and `prompt_name`: the request's (0, "": the model's own), since a cut
+  // vector, or one with another prompt before the text, is another vector.
   static std::string Key(std::string_view model, std::uint32_t version, bool truncate,
-                         std::uint32_t dimensions, std::string_view text);
+                         std::uint32_t dimensions, std::string_view prompt_name,
+                         std::string_view text);
 
   // The entry under `key`, now the most recently used; nullptr on a miss.
   // Valid until the next Put or Erase.

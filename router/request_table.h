@@ -43,10 +43,12 @@ struct PendingRequest {
   Clock::time_point accepted_at{};  // for end-to-end latency
   int attempts = 0;
   // With the cache on (router/cache_front.h): the texts the worker gets (their vectors are
-  // stored when it answers) and the request's truncate flag and dimensions, part of the key.
+  // stored when it answers) and the request's truncate flag, dimensions and prompt name, part
+  // of the key.
   std::vector<std::string> texts{};
   bool truncate = true;
   std::uint32_t dimensions = 0;
+  std::string prompt_name{};
   // A partial hit (or repeated texts): one slot per input of the client's request, the cached
   // vector or empty for a text the worker computes. `body` then asks only for the distinct
   // misses, pinned to the version the hits came from; miss_of[i] is the index in `texts` of

@@ -340,8 +340,9 @@ TEST(BertParams, EncoderAndCudaLayerNorm) {
 
 // Issue 26: a model is Matryoshka when its version says so (matryoshka = true | false), else
 // when its folder has sentence-transformers' truncate_dim; the backend reports whether its
-// vectors are normalised, for the worker to normalise cut ones again.
-TEST(BertParams, MatryoshkaFromTheSettingOrTheFolder) {
+// vectors are normalised, for the worker to normalise cut ones again. Its prompts and default
+// prompt come from the folder (default-prompt-name overrides, and must name one of them).
+TEST(BertParams, SentenceTransformersConfigAndTheSettingsOverIt) {
   std::random_device rd;
   const fs::path tmp = fs::temp_directory_path() / ("ember_mrl_test_" + std::to_string(rd()));
   fs::create_directories(tmp);
@@ -360,6 +361,20 @@ TEST(BertParams, MatryoshkaFromTheSettingOrTheFolder) {
   std::ofstream(dir / "config_sentence_transformers.json") << R"({"truncate_dim": 8})";
   EXPECT_TRUE(matryoshka({}));
   EXPECT_FALSE(matryoshka({{"matryoshka", "false"}})) << "the setting wins";
+
+  EXPECT_TRUE(LoadBertBackend(dir, ParseBertParams({}, "cpu", 1))->prompts().texts.empty());
+  std::ofstream(dir / "config_sentence_transformers.json")
+      << R"({"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": "query"})";
+  const auto prompts = [&](BackendParams params) {
+    return LoadBertBackend(dir, ParseBertParams(std::move(params), "cpu", 1))->prompts();
+  };
+  const Backend::Prompts folder = prompts({});
+  EXPECT_EQ(folder.texts.size(), 2u);
+  EXPECT_EQ(folder.texts.at("passage"), "passage: ");
+  EXPECT_EQ(folder.default_name, "query");
+  EXPECT_EQ(prompts({{"default-prompt-name", "passage"}}).default_name, "passage");
+  EXPECT_EQ(prompts({{"default-prompt-name", ""}}).default_name, "") << "none by default";
+  EXPECT_THROW(prompts({{"default-prompt-name", "title"}}), std::runtime_error);
   std::error_code ec;
   fs::remove_all(tmp, ec);
 }

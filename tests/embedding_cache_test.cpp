@@ -15,7 +15,7 @@ std::vector<float> Vector(float seed, std::size_t dim = 4) {
 
 TEST(EmbeddingCacheTest, ReturnsExactlyWhatWasPut) {
   EmbeddingCache cache(1 << 20);
-  const auto key = EmbeddingCache::Key("m", 1, true, 0, "hello");
+  const auto key = EmbeddingCache::Key("m", 1, true, 0, "", "hello");
   EXPECT_EQ(cache.Get(key), nullptr);
   cache.Put(key, Vector(0.5f), 17);
   ASSERT_NE(cache.Get(key), nullptr);
@@ -27,26 +27,30 @@ TEST(EmbeddingCacheTest, ReturnsExactlyWhatWasPut) {
 
 TEST(EmbeddingCacheTest, KeySeparatesEveryPart) {
   EmbeddingCache cache(1 << 20);
-  cache.Put(EmbeddingCache::Key("m", 1, true, 0, "t"), Vector(1), 0);
-  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 2, true, 0, "t")), nullptr);
-  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, false, 0, "t")), nullptr);
-  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, true, 64, "t")), nullptr) << "a cut vector";
-  EXPECT_EQ(cache.Get(EmbeddingCache::Key("n", 1, true, 0, "t")), nullptr);
-  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, true, 0, "t2")), nullptr);
+  cache.Put(EmbeddingCache::Key("m", 1, true, 0, "", "t"), Vector(1), 0);
+  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 2, true, 0, "", "t")), nullptr);
+  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, false, 0, "", "t")), nullptr);
+  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, true, 64, "", "t")), nullptr) << "a cut vector";
+  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, true, 0, "query", "t")), nullptr) << "a prompt";
+  // The prompt name's length keeps name and text apart: ("ab", "c") is not ("a", "bc").
+  EXPECT_NE(EmbeddingCache::Key("m", 1, true, 0, "ab", "c"),
+            EmbeddingCache::Key("m", 1, true, 0, "a", "bc"));
+  EXPECT_EQ(cache.Get(EmbeddingCache::Key("n", 1, true, 0, "", "t")), nullptr);
+  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, true, 0, "", "t2")), nullptr);
   // Texts may hold NUL bytes; they stay part of the key.
-  cache.Put(EmbeddingCache::Key("m", 1, true, 0, std::string("a\0b", 3)), Vector(2), 0);
-  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, true, 0, "a")), nullptr);
-  EXPECT_NE(cache.Get(EmbeddingCache::Key("m", 1, true, 0, std::string("a\0b", 3))), nullptr);
+  cache.Put(EmbeddingCache::Key("m", 1, true, 0, "", std::string("a\0b", 3)), Vector(2), 0);
+  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, true, 0, "", "a")), nullptr);
+  EXPECT_NE(cache.Get(EmbeddingCache::Key("m", 1, true, 0, "", std::string("a\0b", 3))), nullptr);
 }
 
 TEST(EmbeddingCacheTest, EvictsLeastRecentlyUsedWithinBudget) {
   const std::size_t entry =
-      EmbeddingCache::EntryBytes(EmbeddingCache::Key("m", 1, true, 0, "0000").size(), 4);
+      EmbeddingCache::EntryBytes(EmbeddingCache::Key("m", 1, true, 0, "", "0000").size(), 4);
   EmbeddingCache cache(3 * entry);
   // Keys of one length (4-digit texts), so every entry costs the same.
   const auto key = [](int i) {
     const std::string digits = std::to_string(i);
-    return EmbeddingCache::Key("m", 1, true, 0, std::string(4 - digits.size(), '0') + digits);
+    return EmbeddingCache::Key("m", 1, true, 0, "", std::string(4 - digits.size(), '0') + digits);
   };
   cache.Put(key(0), Vector(0), 0);
   cache.Put(key(1), Vector(1), 0);
@@ -72,7 +76,7 @@ TEST(EmbeddingCacheTest, EvictsLeastRecentlyUsedWithinBudget) {
 
 TEST(EmbeddingCacheTest, ReplacingAnEntryKeepsTheAccounting) {
   EmbeddingCache cache(1 << 20);
-  const auto key = EmbeddingCache::Key("m", 1, true, 0, "t");
+  const auto key = EmbeddingCache::Key("m", 1, true, 0, "", "t");
   cache.Put(key, Vector(1, 4), 0);
   cache.Put(key, Vector(2, 8), 0);
   EXPECT_EQ(cache.entries(), 1u);
@@ -82,18 +86,18 @@ TEST(EmbeddingCacheTest, ReplacingAnEntryKeepsTheAccounting) {
 
 TEST(EmbeddingCacheTest, EraseVersionDropsOnlyThatVersion) {
   EmbeddingCache cache(1 << 20);
-  cache.Put(EmbeddingCache::Key("m", 1, true, 0, "a"), Vector(1), 0);
-  cache.Put(EmbeddingCache::Key("m", 1, false, 0, "b"), Vector(1), 0);
-  cache.Put(EmbeddingCache::Key("m", 11, true, 0, "a"), Vector(2), 0);
-  cache.Put(EmbeddingCache::Key("m2", 1, true, 0, "a"), Vector(3), 0);
+  cache.Put(EmbeddingCache::Key("m", 1, true, 0, "", "a"), Vector(1), 0);
+  cache.Put(EmbeddingCache::Key("m", 1, false, 0, "", "b"), Vector(1), 0);
+  cache.Put(EmbeddingCache::Key("m", 11, true, 0, "", "a"), Vector(2), 0);
+  cache.Put(EmbeddingCache::Key("m2", 1, true, 0, "", "a"), Vector(3), 0);
   cache.EraseVersion("m", 1);
-  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, true, 0, "a")), nullptr);
-  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, false, 0, "b")), nullptr);
-  EXPECT_NE(cache.Get(EmbeddingCache::Key("m", 11, true, 0, "a")), nullptr);
-  EXPECT_NE(cache.Get(EmbeddingCache::Key("m2", 1, true, 0, "a")), nullptr);
+  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, true, 0, "", "a")), nullptr);
+  EXPECT_EQ(cache.Get(EmbeddingCache::Key("m", 1, false, 0, "", "b")), nullptr);
+  EXPECT_NE(cache.Get(EmbeddingCache::Key("m", 11, true, 0, "", "a")), nullptr);
+  EXPECT_NE(cache.Get(EmbeddingCache::Key("m2", 1, true, 0, "", "a")), nullptr);
   EXPECT_EQ(cache.entries(), 2u);
-  EXPECT_EQ(cache.bytes(),
-            2 * EmbeddingCache::EntryBytes(EmbeddingCache::Key("m", 11, true, 0, "a").size(), 4));
+  EXPECT_EQ(cache.bytes(), 2 * EmbeddingCache::EntryBytes(
+                                   EmbeddingCache::Key("m", 11, true, 0, "", "a").size(), 4));
 }
 
 }  // namespace

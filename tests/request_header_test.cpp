@@ -73,9 +73,9 @@ std::string Bytes(const std::function<void(Packer&)>& write) {
 // valid.
 std::string RequestWith(std::string_view field, const std::function<void(Packer&)>* value) {
   return Bytes([&](Packer& pk) {
-    const std::vector<std::string_view> fields = {"model",      "version",  "inputs",
-                                                  "timeout_ms", "truncate", "dimensions"};
-    pk.pack_map(static_cast<std::uint32_t>(value == nullptr ? 5 : 6));
+    const std::vector<std::string_view> fields = {
+        "model", "version", "inputs", "timeout_ms", "truncate", "dimensions", "prompt_name"};
+    pk.pack_map(static_cast<std::uint32_t>(value == nullptr ? 6 : 7));
     for (std::string_view f : fields) {
       if (f == field) {
         if (value == nullptr) continue;
@@ -87,6 +87,8 @@ std::string RequestWith(std::string_view field, const std::function<void(Packer&
         Key(pk, f), pk.pack(std::vector<std::string>{"x", "yy", "yy", "z"});
       } else if (f == "truncate") {
         Key(pk, f), pk.pack(false);
+      } else if (f == "prompt_name") {
+        Key(pk, f), pk.pack(std::string("query"));
       } else {
         Key(pk, f), pk.pack(3u);
       }
@@ -109,7 +111,7 @@ std::string Nested(int depth) {
 std::vector<Body> Bodies() {
   std::vector<Body> bodies;
   for (std::string_view field :
-       {"model", "version", "inputs", "timeout_ms", "truncate", "dimensions"}) {
+       {"model", "version", "inputs", "timeout_ms", "truncate", "dimensions", "prompt_name"}) {
     bodies.push_back({std::string(field) + " missing", RequestWith(field, nullptr)});
     for (const auto& [name, value] : Values()) {
       bodies.push_back({std::string(field) + " = " + name, RequestWith(field, &value)});

@@ -366,7 +366,7 @@ TEST_F(ControlFanoutTest, ImpossibleOperationsAreRefusedAtOnce) {
 class CacheFrontTest : public ::testing::Test {
  protected:
   void Cache(const std::string& text, std::vector<float> v, std::uint32_t tokens = 0) {
-    cache_.Put(EmbeddingCache::Key("m", 1, true, 0, text), v, tokens);
+    cache_.Put(EmbeddingCache::Key("m", 1, true, 0, "", text), v, tokens);
   }
   PendingRequest Pending(const std::vector<std::string>& inputs) {
     request_ = {.model = "m", .version = 0, .inputs = inputs};
@@ -413,7 +413,8 @@ TEST_F(CacheFrontTest, PartialHitsAskForDistinctMissesAndMergeInInputOrder) {
   EXPECT_EQ(merged.count, 4u);
   EXPECT_EQ(merged.data, (std::vector<float>{2, 2, 1, 1, 2, 2, 3, 3}));
   EXPECT_EQ(merged.worker, "w1");
-  ASSERT_NE(cache_.Get(EmbeddingCache::Key("m", 1, true, 0, "b")), nullptr) << "the miss is cached";
+  ASSERT_NE(cache_.Get(EmbeddingCache::Key("m", 1, true, 0, "", "b")), nullptr)
+      << "the miss is cached";
 }
 
 TEST_F(CacheFrontTest, FullHitsAreAnsweredWithoutAWorker) {
@@ -444,8 +445,9 @@ TEST_F(CacheFrontTest, TokenCountsComeBackFromTheCache) {
       protocol::Decode(front_.Complete(p, protocol::Encode(worker), worker), &merged, &error))
       << error;
   EXPECT_EQ(merged.tokens, (std::vector<std::uint32_t>{7, 5, 7, 9}));
-  ASSERT_NE(cache_.Get(EmbeddingCache::Key("m", 1, true, 0, "b")), nullptr);
-  EXPECT_EQ(cache_.Get(EmbeddingCache::Key("m", 1, true, 0, "b"))->tokens, 7u) << "stored with it";
+  ASSERT_NE(cache_.Get(EmbeddingCache::Key("m", 1, true, 0, "", "b")), nullptr);
+  EXPECT_EQ(cache_.Get(EmbeddingCache::Key("m", 1, true, 0, "", "b"))->tokens, 7u)
+      << "stored with it";
 
   PendingRequest full = Pending({"c", "b"});
   ASSERT_EQ(front_.Look(2, full, request_, 1u, t0, &reply), CacheFront::Lookup::kAnswered);

@@ -133,10 +133,32 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
     }
     if (!why.empty()) return Outcome{job.request_id, ErrorCode::kBadRequest, why, {}};
   }
+  // The prompt goes before each input, as sentence-transformers puts it: its tokens are
+  // embedded and counted with the text's.
+  const engine::Backend::Prompts& prompts = backend_->prompts();
+  const std::string& prompt_name =
+      job.request.prompt_name.empty() ? prompts.default_name : job.request.prompt_name;
+  std::string_view prompt;
+  if (!prompt_name.empty()) {
+    const auto it = prompts.texts.find(prompt_name);
+    if (it == prompts.texts.end()) {
+      std::string known;
+      for (const auto& [name, text] : prompts.texts) known += (known.empty() ? "" : ", ") + name;
+      return Outcome{job.request_id,
+                     ErrorCode::kBadRequest,
+                     "unknown prompt_name '" + prompt_name + "': model '" + info_.name + "' has " +
+                         (known.empty() ? std::string("no prompts") : "prompts " + known),
+                     {}};
+    }
+    prompt = it->second;
+  }
   request->ids.reserve(inputs.size());
+  std::string prompted;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     try {
-      request->ids.push_back(backend_->Tokenize(inputs[i], job.request.truncate));
+      if (!prompt.empty()) prompted.assign(prompt).append(inputs[i]);
+      request->ids.push_back(backend_->Tokenize(
+          prompt.empty() ? std::string_view(inputs[i]) : prompted, job.request.truncate));
     } catch (const Error& e) {
       return Outcome{job.request_id, e.code(), "input " + std::to_string(i) + ": " + e.what(), {}};
     } catch (const std::exception& e) {

@@ -13,11 +13,12 @@ namespace {
 class BertBackend final : public Backend {
  public:
   BertBackend(WordPieceTokenizer tokenizer, std::unique_ptr<BertModel> model,
-              std::size_t max_length, bool matryoshka)
+              std::size_t max_length, bool matryoshka, Prompts prompts)
       : tokenizer_(std::move(tokenizer)),
         model_(std::move(model)),
         max_length_(max_length),
-        matryoshka_(matryoshka) {}
+        matryoshka_(matryoshka),
+        prompts_(std::move(prompts)) {}
 
   std::int64_t dim() const override { return model_->dim(); }
   std::uint64_t memory_bytes() const override { return model_->memory_bytes(); }
@@ -28,6 +29,7 @@ class BertBackend final : public Backend {
   int batches_in_flight() const override { return model_->device().starts_with("cuda") ? 2 : 1; }
   bool matryoshka() const override { return matryoshka_; }
   bool normalizes() const override { return model_->normalize(); }
+  const Prompts& prompts() const override { return prompts_; }
 
   // The tokenizer's own limit may exceed the model's (512 vs a
   // sentence-transformers max_seq_length of 256): cut to the model's, keeping
@@ -61,17 +63,40 @@ class BertBackend final : public Backend {
   std::unique_ptr<BertModel> model_;
   std::size_t max_length_;
   bool matryoshka_;
+  Prompts prompts_;
 };
 
-// sentence-transformers' truncate_dim in the folder's config_sentence_transformers.json: the
-// model was meant to be cut.
-bool DeclaresTruncateDim(const std::filesystem::path& dir) {
+// What the folder's config_sentence_transformers.json says of prompts and truncation (no file,
+// or not a JSON object: nothing).
+struct SentenceTransformersConfig {
+  Backend::Prompts prompts;
+  bool truncate_dim = false;  // the model was meant to be cut (Matryoshka)
+};
+
+SentenceTransformersConfig ReadSentenceTransformersConfig(const std::filesystem::path& dir) {
+  SentenceTransformersConfig out;
   std::ifstream in(dir / "config_sentence_transformers.json");
-  if (!in) return false;
+  if (!in) return out;
   const auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) return false;
-  const auto it = config.find("truncate_dim");
-  return it != config.end() && it->is_number_unsigned() && it->get<std::uint64_t>() > 0;
+  if (!config.is_object()) return out;
+  const auto truncate_dim = config.find("truncate_dim");
+  out.truncate_dim = truncate_dim != config.end() && truncate_dim->is_number_unsigned() &&
+                     truncate_dim->get<std::uint64_t>() > 0;
+  if (const auto prompts = config.find("prompts");
+      prompts != config.end() && prompts->is_object()) {
+    for (const auto& [name, text] : prompts->items()) {
+      if (!text.is_string()) {
+        throw std::runtime_error("model '" + dir.string() + "': prompt '" + name +
+                                 "' in config_sentence_transformers.json is not a string");
+      }
+      out.prompts.texts.emplace(name, text.get<std::string>());
+    }
+  }
+  if (const auto name = config.find("default_prompt_name");
+      name != config.end() && name->is_string()) {
+    out.prompts.default_name = name->get<std::string>();
+  }
+  return out;
 }
 
 }  // namespace
@@ -127,6 +152,9 @@ BertLoad ParseBertParams(BackendParams params, std::string device, int threads) 
     }
   }
   if (const auto m = params.TakeBool("matryoshka")) load.matryoshka = *m;
+  if (auto name = params.TakeString("default-prompt-name")) {
+    load.default_prompt_name = std::move(*name);
+  }
   params.RejectUnused("bert", kBertParams);
   return load;
 }
@@ -153,8 +181,15 @@ std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir, const
     throw std::runtime_error("model '" + dir.string() + "': max length " +
                              std::to_string(max_length) + " leaves no room for text");
   }
+  SentenceTransformersConfig st = ReadSentenceTransformersConfig(dir);
+  if (load.default_prompt_name) st.prompts.default_name = *load.default_prompt_name;
+  if (!st.prompts.default_name.empty() && !st.prompts.texts.contains(st.prompts.default_name)) {
+    throw std::runtime_error("model '" + dir.string() + "': the default prompt '" +
+                             st.prompts.default_name + "' is not one of its prompts");
+  }
   return std::make_unique<BertBackend>(std::move(tokenizer), std::move(model), max_length,
-                                       load.matryoshka.value_or(DeclaresTruncateDim(dir)));
+                                       load.matryoshka.value_or(st.truncate_dim),
+                                       std::move(st.prompts));
 }
 
 }  // namespace ember::engine

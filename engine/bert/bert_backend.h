@@ -24,6 +24,9 @@ struct BertLoad {
   // Backend::matryoshka: `matryoshka = true | false`; unset, whether the folder's
   // config_sentence_transformers.json has sentence-transformers' truncate_dim.
   std::optional<bool> matryoshka = std::nullopt;
+  // The prompt for requests that name none, overriding the folder's default_prompt_name; it
+  // must be one of the folder's prompts.
+  std::optional<std::string> default_prompt_name = std::nullopt;
 };
 
 // The bert backend's parameters (a model version's config.toml, docs/models.md):
@@ -34,13 +37,18 @@ struct BertLoad {
 //                                          forward (BertOptions::fused)
 //   cuda-layernorm = "warp" | "block"      BertOptions::cuda_warp_layernorm (warp: default)
 //   matryoshka = true | false              BertLoad::matryoshka (default: the folder's word)
+//   default-prompt-name = "query" | ""     BertLoad::default_prompt_name (default: the
+//                                          folder's default_prompt_name)
 // Throws ember::Error (BAD_REQUEST) for a bad value or an unknown key.
 inline constexpr char kBertParams[] =
-    "pooling, normalize, max-length, precision, lowercase, encoder, cuda-layernorm, matryoshka";
+    "pooling, normalize, max-length, precision, lowercase, encoder, cuda-layernorm, matryoshka, "
+    "default-prompt-name";
 BertLoad ParseBertParams(BackendParams params, std::string device, int threads);
 
 // Loads `dir` (config.json, model.safetensors, vocab.txt or tokenizer.json, optional
-// sentence-transformers files). Throws std::runtime_error naming what is missing or wrong.
+// sentence-transformers files: pooling, Normalize, and config_sentence_transformers.json's
+// prompts, default_prompt_name and truncate_dim). Throws std::runtime_error naming what is missing
+// or wrong.
 std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir, const BertLoad& load);
 
 }  // namespace ember::engine

@@ -250,13 +250,15 @@ class Client:
     # -- API -----------------------------------------------------------------
 
     def embed(self, model, texts, version=0, truncate=True, timeout=None, attempts=None,
-              dimensions=0):
+              dimensions=0, prompt_name=""):
         """Embeds ``texts`` (a str or a list of str) with ``model``.
 
         version:  0 = the latest version the cluster serves.
         truncate: False makes over-long texts fail with TOO_LONG.
         dimensions: the first n components of each vector, normalised again
                   (Matryoshka models only); 0: all of them.
+        prompt_name: one of the model's prompts (e.g. "query") put before each
+                  text; "": the model's default prompt, if it has one.
         timeout:  seconds per attempt (default: the client's); the router
                   enforces the same deadline.
         attempts: tries in all (Lazy Pirate): when no answer comes within the
@@ -271,11 +273,12 @@ class Client:
         attempts = self.attempts if attempts is None else attempts
         timeout_ms = max(1, int(round(timeout * 1000)))
         body = protocol.embed_request(model, texts, version=version, timeout_ms=timeout_ms,
-                                      truncate=truncate, dimensions=dimensions)
+                                      truncate=truncate, dimensions=dimensions,
+                                      prompt_name=prompt_name)
         return _embeddings(self._call(protocol.REQUEST, body, timeout, attempts), len(texts))
 
     def embed_many(self, model, requests, window=64, version=0, truncate=True, timeout=None,
-                   attempts=None, dimensions=0):
+                   attempts=None, dimensions=0, prompt_name=""):
         """Embeds many requests (each a str or a list of str) with up to ``window`` of them in
         flight at once on this client's connection, so that one Python thread can keep a GPU
         worker busy (embed() has one in flight). Returns a list of Embeddings, in the order of
@@ -312,7 +315,7 @@ class Client:
             while healthy and following < len(requests) and len(in_flight) < window:
                 body = protocol.embed_request(model, requests[following], version=version,
                                               timeout_ms=timeout_ms, truncate=truncate,
-                                              dimensions=dimensions)
+                                              dimensions=dimensions, prompt_name=prompt_name)
                 request_id = next(self._ids)
                 try:
                     self._socket.send_multipart(protocol.encode(protocol.REQUEST, request_id,
@@ -356,7 +359,7 @@ class Client:
         for index in sorted(again):
             results[index] = self.embed(model, requests[index], version=version,
                                         truncate=truncate, timeout=timeout, attempts=attempts,
-                                        dimensions=dimensions)
+                                        dimensions=dimensions, prompt_name=prompt_name)
         return results
 
     def status(self, timeout=5.0):

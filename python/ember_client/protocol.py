@@ -66,11 +66,14 @@ def unpack(body):
     return value
 
 
-def embed_request(model, inputs, version=0, timeout_ms=0, truncate=True, dimensions=0):
+def embed_request(model, inputs, version=0, timeout_ms=0, truncate=True, dimensions=0,
+                  prompt_name=""):
     body = {"model": model, "version": version, "inputs": list(inputs),
             "timeout_ms": timeout_ms, "truncate": truncate}
     if dimensions:
         body["dimensions"] = dimensions
+    if prompt_name:
+        body["prompt_name"] = prompt_name
     return pack(body)
 
 

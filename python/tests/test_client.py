@@ -156,6 +156,13 @@ class ClusterTest(unittest.TestCase):
         self.assertEqual(caught.exception.code, "BAD_REQUEST")
         with self.assertRaises(TypeError):
             self.client.embed("tiny", [b"bytes are not text"])
+        # Issue 26: the request's options reach the worker, which refuses what the model lacks.
+        with self.assertRaises(ember_client.BadRequestError) as caught:
+            self.client.embed("tiny", "x", prompt_name="query")
+        self.assertIn("no prompts", str(caught.exception))
+        with self.assertRaises(ember_client.BadRequestError) as caught:
+            self.client.embed("tiny", "x", dimensions=16)
+        self.assertIn("Matryoshka", str(caught.exception))
 
     def test_router_enforces_the_deadline(self):
         texts = ["a text long enough to keep the slow worker busy " * 4] * 8

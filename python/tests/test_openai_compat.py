@@ -1,11 +1,13 @@
 """The gateway against the official clients' expectations (issue 26): the `openai` Python
 package's embeddings.create against /v1/embeddings, and TEI-shaped HTTP calls to /embed, on a
 router (cache on), a worker and a gateway this test starts, serving the real all-MiniLM-L6-v2
-twice from a model repository: as "minilm", and as "minilm-mrl" with `matryoshka = true`.
+three times from a model repository: as "minilm"; as "minilm-mrl" with `matryoshka = true`; as
+"minilm-prompts", whose config_sentence_transformers.json declares e5-style prompts ("query: ",
+"passage: ") with "query" the default.
 
 Oracles: HF `tokenizers` (the folder's tokenizer.json) for the token counts that `usage` and
 TEI's x-compute-tokens header report, and sentence-transformers' encode for the vectors (with
-truncate_dim for `dimensions`).
+truncate_dim for `dimensions`, and with the same folder's prompts for `prompt_name`).
 
 Run by ctest (tests/CMakeLists.txt) with the project's Python environment, which sets
 EMBER_ROUTER_BIN, EMBER_WORKER_BIN, EMBER_GATEWAY_BIN and EMBER_MINILM_REAL_DIR.
@@ -41,6 +43,7 @@ TEXTS = [
     "机器学习模型把文本变成向量。",
     "A",
 ]
+PROMPTS = {"query": "query: ", "passage": "passage: "}
 
 
 def free_port():
@@ -59,13 +62,19 @@ class OpenAiCompatTest(unittest.TestCase):
         cls.port = free_port()
         cls.base = "http://127.0.0.1:%d" % cls.port
         repository = os.path.join(cls.dir, "repository")
-        for name, config in (("minilm", ""), ("minilm-mrl", "matryoshka = true\n")):
+        for name, config in (("minilm", ""), ("minilm-mrl", "matryoshka = true\n"),
+                             ("minilm-prompts", "")):
             version = os.path.join(repository, name, "1")
             os.makedirs(version)
             for entry in os.listdir(MODEL_DIR):
+                if name == "minilm-prompts" and entry == "config_sentence_transformers.json":
+                    continue
                 os.symlink(os.path.join(MODEL_DIR, entry), os.path.join(version, entry))
             with open(os.path.join(version, "config.toml"), "w") as f:
                 f.write(config)
+        cls.prompts_dir = os.path.join(repository, "minilm-prompts", "1")
+        with open(os.path.join(cls.prompts_dir, "config_sentence_transformers.json"), "w") as f:
+            json.dump({"prompts": PROMPTS, "default_prompt_name": "query"}, f)
         cls.processes = [
             start([ROUTER, "--frontend", frontend, "--backend", backend,
                    "--cache-bytes", str(16 << 20)], os.path.join(cls.dir, "router.log")),
@@ -79,7 +88,7 @@ class OpenAiCompatTest(unittest.TestCase):
         deadline = time.monotonic() + 90  # the worker loads the model
         while True:
             try:
-                for model in ("minilm", "minilm-mrl"):
+                for model in ("minilm", "minilm-mrl", "minilm-prompts"):
                     cls.client.embeddings.create(model=model, input="warm-up")
                 break
             except openai.APIError:
@@ -88,6 +97,7 @@ class OpenAiCompatTest(unittest.TestCase):
                 time.sleep(0.2)
         tokenizer = tokenizers.Tokenizer.from_file(os.path.join(MODEL_DIR, "tokenizer.json"))
         tokenizer.no_padding()  # the file pads every text to 128 for batching
+        cls.tokenizer = tokenizer
         cls.tokens = [len(tokenizer.encode(t).ids) for t in TEXTS]
         cls.st = SentenceTransformer(MODEL_DIR, device="cpu").encode(
             TEXTS, convert_to_numpy=True, normalize_embeddings=True)
@@ -97,11 +107,12 @@ class OpenAiCompatTest(unittest.TestCase):
         stop(cls.processes, timeout=10)
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def check_vectors(self, data):
+    def check_vectors(self, data, expected=None):
+        expected = self.st if expected is None else expected
         self.assertEqual([d.index for d in data], list(range(len(TEXTS))))
         got = np.array([d.embedding for d in data], dtype=np.float32)
-        self.assertEqual(got.shape, self.st.shape)
-        self.assertLessEqual(float(np.abs(got - self.st).max()), 1e-5)
+        self.assertEqual(got.shape, expected.shape)
+        self.assertLessEqual(float(np.abs(got - expected).max()), 1e-5)
 
     def test_usage_counts_the_tokens_the_model_ran(self):
         # The client's default asks for base64 and decodes it.
@@ -164,6 +175,38 @@ class OpenAiCompatTest(unittest.TestCase):
             vectors = np.array(json.loads(response.read()), dtype=np.float32)
         self.assertEqual(vectors.shape, (2, 64))
         self.assertLessEqual(float(np.abs(np.linalg.norm(vectors, axis=1) - 1).max()), 1e-6)
+
+    def test_prompts_as_sentence_transformers_puts_them(self):
+        st = SentenceTransformer(self.prompts_dir, device="cpu")
+        for name in (None, "query", "passage"):  # None: the folder's default, "query"
+            expected = st.encode(TEXTS, convert_to_numpy=True, normalize_embeddings=True,
+                                 prompt_name=name)
+            prompt = PROMPTS[name or "query"]
+            tokens = sum(len(self.tokenizer.encode(prompt + t).ids) for t in TEXTS)
+            body = {"inputs": TEXTS, "model": "minilm-prompts"}
+            if name:
+                body["prompt_name"] = name
+            request = urllib.request.Request(self.base + "/embed", data=json.dumps(body).encode(),
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=30) as response:
+                self.assertEqual(int(response.headers["x-compute-tokens"]), tokens, name)
+                got = np.array(json.loads(response.read()), dtype=np.float32)
+            self.assertLessEqual(float(np.abs(got - expected).max()), 1e-5, name)
+            # The same through the OpenAI API (prompt_name is ember's extension there).
+            r = self.client.embeddings.create(model="minilm-prompts", input=TEXTS,
+                                              extra_body={"prompt_name": name} if name else None)
+            self.assertEqual(r.usage.prompt_tokens, tokens, name)
+            self.check_vectors(r.data, expected)
+
+    def test_unknown_prompt_names_are_400(self):
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.client.embeddings.create(model="minilm-prompts", input="x",
+                                          extra_body={"prompt_name": "document"})
+        self.assertIn("prompts passage, query", str(caught.exception))
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.client.embeddings.create(model="minilm", input="x",
+                                          extra_body={"prompt_name": "query"})
+        self.assertIn("no prompts", str(caught.exception))
 
     def test_unknown_model_is_not_found(self):
         with self.assertRaises(openai.NotFoundError):
