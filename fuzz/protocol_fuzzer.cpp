@@ -17,17 +17,11 @@
 #include "common/messages.h"
 #include "common/protocol.h"
 #include "common/request_header.h"
+#include "fuzz/check.h"
 #include "fuzz/fuzz_input.h"
 
 namespace ember::fuzz {
 namespace {
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "property violated: %s\n", what);
-    std::abort();
-  }
-}
 
 bool Same(const protocol::EmbedRequest& a, const protocol::EmbedRequest& b) {
   return a.model == b.model && a.version == b.version && a.inputs == b.inputs &&

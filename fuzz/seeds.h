@@ -16,6 +16,9 @@ std::vector<std::string> ProtocolSeeds();
 // Inputs for tokenizer_fuzzer (see the input layout in tokenizer_fuzzer.cpp).
 std::vector<std::string> TokenizerSeeds();
 
+// Inputs for gateway_fuzzer (see the input layout in gateway_fuzzer.cpp).
+std::vector<std::string> GatewaySeeds();
+
 }  // namespace ember::fuzz
 
 #endif  // EMBER_FUZZ_SEEDS_H_

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "engine/tokenizer/wordpiece_tokenizer.h"
+#include "fuzz/check.h"
 
 namespace ember::fuzz {
 namespace {
@@ -31,13 +32,6 @@ using engine::TokenizerErrorCode;
 using engine::WordPieceTokenizer;
 
 constexpr std::array<std::size_t, 4> kMaxLengths = {2, 3, 16, 512};
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "property violated: %s\n", what);
-    std::abort();
-  }
-}
 
 // A small vocabulary with every kind of token the algorithm treats specially:
 // specials, whole words, "##" continuations, punctuation, CJK, accented text.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes ember's wire decoders and WordPiece tokenizer with libFuzzer (clang-14,
-# ASan + UBSan), for a bounded time per target:
+# Fuzzes ember's wire decoders, WordPiece tokenizer and the gateway's HTTP request parsers
+# with libFuzzer (clang-14, ASan + UBSan), for a bounded time per target:
 #
 #   ./scripts/fuzz.sh [SECONDS_PER_TARGET]      (default 60)
 #
@@ -15,9 +15,10 @@ build="${EMBER_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 seconds="${1:-60}"
 cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++-14 -DEMBER_FUZZ=ON \
   -DEMBER_SANITIZE=address -DEMBER_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)" --target protocol_fuzzer tokenizer_fuzzer ember_fuzz_seeds
+cmake --build "$build" -j "$(nproc)" --target protocol_fuzzer tokenizer_fuzzer gateway_fuzzer \
+  ember_fuzz_seeds
 status=0
-for kind in protocol tokenizer; do
+for kind in protocol tokenizer gateway; do
   target="${kind}_fuzzer"
   corpus="$build/corpus/$target"
   "$build/fuzz/ember_fuzz_seeds" "$kind" "$corpus"

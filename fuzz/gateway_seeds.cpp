@@ -1,0 +1,38 @@
+#include <string>
+#include <vector>
+
+#include "fuzz/seeds.h"
+
+namespace ember::fuzz {
+
+std::vector<std::string> GatewaySeeds() {
+  const std::vector<std::string> openai = {
+      R"({"model":"minilm","input":"hello world"})",
+      R"({"model":"minilm:2","input":["a","b"],"encoding_format":"base64","dimensions":128})",
+      R"({"model":"e5","input":["q"],"prompt_name":"query","truncate":false,"user":"u"})",
+      R"({"model":"m","input":[],"dimensions":0})",
+      R"({"model":"m","input":[1,2,3],"encoding_format":"hex"})",
+      R"({"model":"","input":"x","dimensions":-1,"prompt_name":""})",
+      R"({"model":"m:latest","input":"\u00e9\ud83d\ude00","dimensions":4294967296})",
+      R"([1,2])",
+      R"({"model":"m","input":"x")",
+  };
+  const std::vector<std::string> tei = {
+      R"({"inputs":"hello"})",
+      R"({"inputs":["a","b"],"normalize":false,"truncate":true,"model":"m:3"})",
+      R"({"inputs":["a"],"dimensions":64,"prompt_name":"passage"})",
+      R"({"inputs":[],"normalize":"yes"})",
+      R"({"inputs":[null],"prompt_name":5})",
+      R"({"model":7,"inputs":"x"})",
+      R"("just a string")",
+  };
+  std::vector<std::string> seeds;
+  for (const auto& body : openai) seeds.push_back('\x00' + body);
+  for (const auto& body : tei) {
+    seeds.push_back('\x01' + body);
+    seeds.push_back('\x02' + body);
+  }
+  return seeds;
+}
+
+}  // namespace ember::fuzz
