@@ -71,30 +71,32 @@ if [[ $dry != 1 ]] && ! ember_gpu_prefix 0; then
 fi
 mkdir -p "$out"
 : > "$out/steps.txt"
+if [[ $dry == 1 ]]; then
+  echo "dry run on the CPU" > "$out/gpu.txt"
+else
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt"
+fi
+model="$build/models/minilm-l6-random"
 if [[ -n $prebuilt ]]; then
   # LibTorch's libraries from this machine's torch (the binaries' RUNPATH names the other's).
   torch_lib="${EMBER_GPU_PREFIX:-$("$py" -c 'import os, torch; print(os.path.dirname(torch.__file__) + "/share/cmake")')}/../../lib"
   [[ -f $build/lib.tar.xz && ! -d $build/lib ]] && mkdir "$build/lib" && tar xJf "$build/lib.tar.xz" -C "$build/lib"
   export LD_LIBRARY_PATH="$torch_lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:$build/lib"
-  [[ $dry != 1 ]] && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt"
-  [[ $dry == 1 ]] && echo "dry run on the CPU" > "$out/gpu.txt"
   t=$(date +%s)
-  minilm="$build/models/minilm-l6-random"
   vocab="$root/.device-models/vocab.txt"; [[ -f $vocab ]] || vocab="$root/build/models/minilm-l6-random/vocab.txt"
   if missing=$(LD_LIBRARY_PATH="$LD_LIBRARY_PATH" ldd "$build/worker/ember-worker" | grep 'not found'); then
     step "prebuilt" FAIL 0 "$(echo "$missing" | tr '\n' ' ')"
     exit 1
   fi
-  if [[ -f $minilm/model.safetensors ]] ||
-     { "$py" "$root/scripts/make_bert_model.py" "$minilm" --seed 0 > "$out/build.log" 2>&1 &&
-       cp "$vocab" "$minilm/vocab.txt"; }; then
+  if [[ -f $model/model.safetensors ]] ||
+     { "$py" "$root/scripts/make_bert_model.py" "$model" --seed 0 > "$out/build.log" 2>&1 &&
+       cp "$vocab" "$model/vocab.txt"; }; then
     step "prebuilt" ok "$(elapsed "$t")" "$build; model generated"
   else
     step "prebuilt" FAIL "$(elapsed "$t")" "$(tail -2 "$out/build.log" | tr '\n' ' ')"
     exit 1
   fi
 elif [[ $dry != 1 ]]; then
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt"
   t=$(date +%s)
   tests=(cuda_encoder_test); [[ ${EMBER_GPU_BENCH_TESTS:-1} == 0 ]] && tests=()
   if ember_gpu_build "$build" "$out" ember-worker ember-router ember-gateway ember-loadgen emberctl \
@@ -115,10 +117,7 @@ elif [[ $dry != 1 ]]; then
   else
     step "cuda_encoder_test" FAIL "$(elapsed "$t")" "$(grep -m2 -E 'Failure|FAILED' -A3 "$out/cuda_encoder_test.log" | tr '\n' ' ' | cut -c1-300)"
   fi
-else
-  echo "dry run on the CPU" > "$out/gpu.txt"
 fi
-model="$build/models/minilm-l6-random"
 ctl="$build/client/emberctl"
 
 # The texts, and their ids for the HF forward.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -203,6 +204,49 @@ TEST_F(ModelRunnerTest, ASlowTokenizationHoldsUpNoOtherRequest) {
   EXPECT_EQ(next_reply(), std::optional<std::uint64_t>(2)) << "answered while 1 tokenizes";
   gate->Open();
   EXPECT_EQ(next_reply(), std::optional<std::uint64_t>(1));
+}
+
+// A request with more texts than the model's queue holds could never fit: BAD_REQUEST naming
+// max-queue, before any of its texts is tokenized.
+class CountingTokenizerBackend : public testing::FakeBackend {
+ public:
+  explicit CountingTokenizerBackend(std::shared_ptr<std::atomic<int>> calls)
+      : calls_(std::move(calls)) {}
+  std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
+    ++*calls_;
+    return FakeBackend::Tokenize(text, truncate);
+  }
+
+ private:
+  const std::shared_ptr<std::atomic<int>> calls_;
+};
+
+TEST_F(ModelRunnerTest, MoreTextsThanTheQueueHoldsAreRefusedUntokenized) {
+  zmq::socket_t results(context_, zmq::socket_type::pull);
+  results.bind(kEndpoint);
+  results.set(zmq::sockopt::rcvtimeo, 3'000);
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  RunnerOptions options;
+  options.batcher.max_queue = 4;
+  const protocol::ModelInfo info{.name = "m", .version = 1, .dim = 4};
+  ModelRunner runner("w", info, std::make_unique<CountingTokenizerBackend>(calls), context_,
+                     kEndpoint, options);
+  Job job;
+  job.request_id = 7;
+  job.request.model = "m";
+  job.request.inputs = {"a", "b", "c", "d", "e"};
+  runner.Submit(std::move(job));
+  std::vector<zmq::message_t> frames;
+  ASSERT_TRUE(zmq::recv_multipart(results, std::back_inserter(frames)));
+  std::string error;
+  auto decoded = protocol::Decode(frames, &error);
+  ASSERT_TRUE(decoded) << error;
+  EXPECT_EQ(decoded->command, protocol::Command::kError);
+  protocol::ErrorBody body;
+  ASSERT_TRUE(protocol::Decode(decoded->body(), &body, &error)) << error;
+  EXPECT_EQ(body.code, ErrorCode::kBadRequest);
+  EXPECT_NE(body.message.find("holds at most 4 (max-queue)"), std::string::npos) << body.message;
+  EXPECT_EQ(calls->load(), 0);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ ModelRunner::ModelRunner(std::string worker_id, protocol::ModelInfo info,
       info_(std::move(info)),
       backend_(std::move(backend)),
       slowdown_(std::max(options.slowdown, 1.0)),
-      // No pool given: one without threads, which runs every task on the scheduler thread.
+      // No pool given: one without threads, which runs each task on the thread that submits.
       tokenizers_(options.tokenizers ? std::move(options.tokenizers)
                                      : std::make_shared<TokenizerPool>(0)),
       batcher_(std::move(options.batcher)),
@@ -91,16 +91,6 @@ void ModelRunner::Queue(const Job& job, Request request, std::vector<Outcome>* d
     items[i] = {job.request_id, static_cast<std::uint32_t>(i), request.ids[i].size(), now,
                 deadline};
   }
-  if (items.size() > batcher_.options().max_queue) {
-    // It could never fit: a permanent refusal, not OVERLOADED (which the router retries).
-    done->push_back(Outcome{job.request_id,
-                            ErrorCode::kBadRequest,
-                            "request has " + std::to_string(items.size()) +
-                                " texts; the queue of model '" + info_.name + "' holds at most " +
-                                std::to_string(batcher_.options().max_queue) + " (max-queue)",
-                            {}});
-    return;
-  }
   if (!batcher_.Add(items)) {
     done->push_back(Outcome{job.request_id,
                             ErrorCode::kOverloaded,
@@ -119,6 +109,16 @@ bool ModelRunner::Idle() {
 
 std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* request) {
   const auto& inputs = job.request.inputs;
+  // More texts than the queue holds could never fit: a permanent refusal, not OVERLOADED
+  // (which the router retries), and before any of them is tokenized. (The batcher's options
+  // never change after construction, so they are read here without mu_.)
+  if (const std::size_t max_queue = batcher_.options().max_queue; inputs.size() > max_queue) {
+    return Outcome{job.request_id,
+                   ErrorCode::kBadRequest,
+                   "request has " + std::to_string(inputs.size()) + " texts; the queue of model '" +
+                       info_.name + "' holds at most " + std::to_string(max_queue) + " (max-queue)",
+                   {}};
+  }
   if (const std::uint32_t d = job.request.dimensions; d != 0 && d != info_.dim) {
     std::string why;
     if (d > info_.dim) {
@@ -153,12 +153,14 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
     prompt = it->second;
   }
   request->ids.reserve(inputs.size());
+  request->tokens.reserve(inputs.size());
   std::string prompted;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     try {
       if (!prompt.empty()) prompted.assign(prompt).append(inputs[i]);
       request->ids.push_back(backend_->Tokenize(
           prompt.empty() ? std::string_view(inputs[i]) : prompted, job.request.truncate));
+      request->tokens.push_back(static_cast<std::uint32_t>(request->ids.back().size()));
     } catch (const Error& e) {
       return Outcome{job.request_id, e.code(), "input " + std::to_string(i) + ": " + e.what(), {}};
     } catch (const std::exception& e) {
@@ -166,9 +168,6 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
           job.request_id, ErrorCode::kInternal, "input " + std::to_string(i) + ": " + e.what(), {}};
     }
   }
-  request->tokens.reserve(inputs.size());
-  for (const auto& ids : request->ids)
-    request->tokens.push_back(static_cast<std::uint32_t>(ids.size()));
   request->remaining = inputs.size();
   request->received = job.received;
   request->vectors.resize(inputs.size() * info_.dim);

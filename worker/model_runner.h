@@ -109,10 +109,11 @@ class ModelRunner {
   void HandOver(std::vector<Outcome>& done);
   // A tokenizer task: Admit, then Queue under the lock, and wake the scheduler if it can act.
   void Intake(Job& job);
-  // Tokenizes a job outside the lock; an error becomes an Outcome.
+  // Checks a job (texts beyond max-queue, dimensions, prompt) and tokenizes it, outside the
+  // lock; a refusal or a tokenizer error becomes an Outcome.
   std::optional<Outcome> Admit(Job& job, Request* request);
-  // Queues the admitted request's texts in the batcher, or refuses it into `done` (more texts
-  // than max-queue: BAD_REQUEST; the queue full: OVERLOADED). Requires mu_.
+  // Queues the admitted request's texts in the batcher, or refuses it into `done` when the
+  // queue is full (OVERLOADED). Requires mu_.
   void Queue(const Job& job, Request request, std::vector<Outcome>* done);
   // Runs one batch; called with `lock` held, releases it around inference.
   void RunBatch(std::vector<BatchItem> batch, Clock::time_point formed,

@@ -1,10 +1,9 @@
 #include "engine/bert/bert_backend.h"
 
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "common/error_code.h"
+#include "engine/bert/bert_config.h"
 #include "engine/tokenizer/wordpiece_tokenizer.h"
 
 namespace ember::engine {
@@ -65,39 +64,6 @@ class BertBackend final : public Backend {
   bool matryoshka_;
   Prompts prompts_;
 };
-
-// What the folder's config_sentence_transformers.json says of prompts and truncation (no file,
-// or not a JSON object: nothing).
-struct SentenceTransformersConfig {
-  Backend::Prompts prompts;
-  bool truncate_dim = false;  // the model was meant to be cut (Matryoshka)
-};
-
-SentenceTransformersConfig ReadSentenceTransformersConfig(const std::filesystem::path& dir) {
-  SentenceTransformersConfig out;
-  std::ifstream in(dir / "config_sentence_transformers.json");
-  if (!in) return out;
-  const auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) return out;
-  const auto truncate_dim = config.find("truncate_dim");
-  out.truncate_dim = truncate_dim != config.end() && truncate_dim->is_number_unsigned() &&
-                     truncate_dim->get<std::uint64_t>() > 0;
-  if (const auto prompts = config.find("prompts");
-      prompts != config.end() && prompts->is_object()) {
-    for (const auto& [name, text] : prompts->items()) {
-      if (!text.is_string()) {
-        throw std::runtime_error("model '" + dir.string() + "': prompt '" + name +
-                                 "' in config_sentence_transformers.json is not a string");
-      }
-      out.prompts.texts.emplace(name, text.get<std::string>());
-    }
-  }
-  if (const auto name = config.find("default_prompt_name");
-      name != config.end() && name->is_string()) {
-    out.prompts.default_name = name->get<std::string>();
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -181,15 +147,17 @@ std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir, const
     throw std::runtime_error("model '" + dir.string() + "': max length " +
                              std::to_string(max_length) + " leaves no room for text");
   }
-  SentenceTransformersConfig st = ReadSentenceTransformersConfig(dir);
-  if (load.default_prompt_name) st.prompts.default_name = *load.default_prompt_name;
-  if (!st.prompts.default_name.empty() && !st.prompts.texts.contains(st.prompts.default_name)) {
+  SentenceTransformersServing st = ParseSentenceTransformersServing(dir);
+  Backend::Prompts prompts{
+      .texts = std::move(st.prompts),
+      .default_name = load.default_prompt_name.value_or(std::move(st.default_prompt_name))};
+  if (!prompts.default_name.empty() && !prompts.texts.contains(prompts.default_name)) {
     throw std::runtime_error("model '" + dir.string() + "': the default prompt '" +
-                             st.prompts.default_name + "' is not one of its prompts");
+                             prompts.default_name + "' is not one of its prompts");
   }
   return std::make_unique<BertBackend>(std::move(tokenizer), std::move(model), max_length,
                                        load.matryoshka.value_or(st.truncate_dim),
-                                       std::move(st.prompts));
+                                       std::move(prompts));
 }
 
 }  // namespace ember::engine

@@ -147,4 +147,28 @@ SentenceTransformersConfig ParseSentenceTransformers(const fs::path& dir) {
   return st;
 }
 
+SentenceTransformersServing ParseSentenceTransformersServing(const fs::path& dir) {
+  SentenceTransformersServing out;
+  const fs::path file = dir / "config_sentence_transformers.json";
+  std::ifstream in(file);
+  if (!in) return out;
+  const json config = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return out;
+  const auto truncate_dim = config.find("truncate_dim");
+  out.truncate_dim = truncate_dim != config.end() && truncate_dim->is_number_unsigned() &&
+                     truncate_dim->get<std::uint64_t>() > 0;
+  if (const auto prompts = config.find("prompts");
+      prompts != config.end() && prompts->is_object()) {
+    for (const auto& [name, text] : prompts->items()) {
+      if (!text.is_string()) Fail(file.string() + ": prompt '" + name + "' is not a string");
+      out.prompts.emplace(name, text.get<std::string>());
+    }
+  }
+  if (const auto name = config.find("default_prompt_name");
+      name != config.end() && name->is_string()) {
+    out.default_prompt_name = name->get<std::string>();
+  }
+  return out;
+}
+
 }  // namespace ember::engine

@@ -1,12 +1,14 @@
 // What a BERT folder says about its model, read before any weight: config.json (the
 // architecture) and the sentence-transformers files beside it (modules.json, the pooling
-// config, max_seq_length). Plain JSON, no LibTorch. Errors throw std::runtime_error naming the
-// file and the key.
+// config, max_seq_length; config_sentence_transformers.json's prompts and truncate_dim). Plain
+// JSON, no LibTorch. Errors throw std::runtime_error naming the file and the key.
 #ifndef EMBER_ENGINE_BERT_BERT_CONFIG_H_
 #define EMBER_ENGINE_BERT_BERT_CONFIG_H_
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -32,6 +34,15 @@ struct SentenceTransformersConfig {
   std::optional<int64_t> max_seq_length;
 };
 SentenceTransformersConfig ParseSentenceTransformers(const std::filesystem::path& dir);
+
+// What config_sentence_transformers.json says of serving the model (no such file, or not a
+// JSON object: nothing): its prompts, the default one, and whether truncate_dim is set.
+struct SentenceTransformersServing {
+  std::map<std::string, std::string, std::less<>> prompts;  // name -> text put before an input
+  std::string default_prompt_name;                          // empty: none
+  bool truncate_dim = false;  // the model was meant to be cut (Matryoshka)
+};
+SentenceTransformersServing ParseSentenceTransformersServing(const std::filesystem::path& dir);
 
 }  // namespace ember::engine
 
