@@ -116,11 +116,25 @@ std::size_t AsyncClient::in_flight() const { return impl_->in_flight.load(); }
 
 std::future<Embeddings> AsyncClient::Embed(std::string_view model, std::vector<std::string> texts,
                                            const EmbedOptions& options) {
+  const std::size_t count = texts.size();  // before the texts move into the body
+  return Queue(embed_call::EncodeRequest(model, std::move(texts), options), count, options);
+}
+
+std::future<Embeddings> AsyncClient::Score(std::string_view model, std::vector<std::string> texts,
+                                           std::vector<std::string> pairs,
+                                           const EmbedOptions& options) {
+  const std::size_t count = texts.size();
+  return Queue(embed_call::EncodeScoreRequest(model, std::move(texts), std::move(pairs), options),
+               count, options);
+}
+
+std::future<Embeddings> AsyncClient::Queue(std::string body, std::size_t texts,
+                                           const EmbedOptions& options) {
   Request r;
-  r.texts = texts.size();  // before the texts move into the body
+  r.texts = texts;
   r.timeout = options.timeout;
   r.attempts = options.attempts > 0 ? options.attempts : impl_->router_count;
-  r.body = embed_call::EncodeRequest(model, std::move(texts), options);
+  r.body = std::move(body);
   std::future<Embeddings> future = r.promise.get_future();
   ++impl_->in_flight;
   std::lock_guard lock(impl_->mu);

@@ -51,12 +51,19 @@ class AsyncClient {
   // vectors or throws ember::Error (typed code) exactly as Client::Embed would.
   std::future<Embeddings> Embed(std::string_view model, std::vector<std::string> texts,
                                 const EmbedOptions& options = {});
+  // Queues a score of `texts` (each paired with pairs[i] when `pairs` is not empty) with a
+  // cross-encoder or classifier `model`, as Client::Score.
+  std::future<Embeddings> Score(std::string_view model, std::vector<std::string> texts,
+                                std::vector<std::string> pairs, const EmbedOptions& options = {});
 
   // Requests queued or sent and not yet answered.
   std::size_t in_flight() const;
 
  private:
   struct Impl;
+  // Queues an encoded request of `texts` texts.
+  std::future<Embeddings> Queue(std::string body, std::size_t texts, const EmbedOptions& options);
+
   std::unique_ptr<Impl> impl_;
 };
 

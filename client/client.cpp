@@ -151,6 +151,16 @@ Embeddings Client::Embed(std::string_view model, const std::vector<std::string>&
   return embed_call::EmbeddingsOf(body, texts.size(), attempts, routers_.endpoint(connected_));
 }
 
+Embeddings Client::Score(std::string_view model, const std::vector<std::string>& texts,
+                         const std::vector<std::string>& pairs, const EmbedOptions& options) {
+  int attempts = 0;
+  const std::string body =
+      Call(static_cast<std::uint8_t>(Command::kRequest),
+           embed_call::EncodeScoreRequest(model, texts, pairs, options), options.timeout,
+           AttemptsFor(options.attempts), Resend::kIfUnanswered, &attempts);
+  return embed_call::EmbeddingsOf(body, texts.size(), attempts, routers_.endpoint(connected_));
+}
+
 protocol::StatusReply Client::Status(std::chrono::milliseconds timeout) {
   const std::string body =
       Call(static_cast<std::uint8_t>(Command::kControl),

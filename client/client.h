@@ -42,6 +42,9 @@ struct EmbedOptions {
   // One of the model's prompts (sentence-transformers' "prompts", e.g. "query"), put before
   // each input; empty: the model's default prompt, if it has one.
   std::string prompt_name{};
+  // Score only: the model's logits as they are; false: their sigmoid for a one-label model (a
+  // cross-encoder's relevance), their softmax otherwise (a classifier's probabilities).
+  bool raw_scores = false;
   std::chrono::milliseconds timeout{30'000};  // per attempt
   // Attempts in all (Lazy Pirate): when no answer comes within the timeout, the connection
   // is lost, or the router answers UNAVAILABLE, the client reconnects, to the next router if
@@ -65,7 +68,8 @@ struct ClientOptions {
   RouterList::Backoff backoff{};
 };
 
-// Vectors for one request, row-major, in the order of the texts sent.
+// Vectors for one request, row-major, in the order of the texts sent. From Score: each text's
+// scores, one per label (labels()).
 class Embeddings {
  public:
   explicit Embeddings(protocol::EmbedReply reply, int attempts = 1, std::string router = {})
@@ -91,6 +95,8 @@ class Embeddings {
     for (const std::uint32_t t : reply_.tokens) n += t;
     return n;
   }
+  // Score: what each of a row's dim() scores is (a classifier's labels; a cross-encoder has one).
+  const std::vector<std::string>& labels() const { return reply_.labels; }
   // Attempts the call took (EmbedOptions::attempts): more than 1 when an earlier attempt got
   // no answer (or UNAVAILABLE) and was resent.
   int attempts() const { return attempts_; }
@@ -127,6 +133,14 @@ class Client {
   // including kTimeout when no reply came within options.timeout.
   Embeddings Embed(std::string_view model, const std::vector<std::string>& texts,
                    const EmbedOptions& options = {});
+
+  // Scores `texts` with `model`, a cross-encoder or classifier: each text alone, or, when
+  // `pairs` is not empty, paired with pairs[i] ([CLS] texts[i] [SEP] pairs[i] [SEP]). One row
+  // per text, one score per label. A reranker's call is Score(model, {n x query}, passages);
+  // client/ranking.h orders the result. Throws ember::Error as Embed does (BAD_REQUEST for a
+  // model that embeds).
+  Embeddings Score(std::string_view model, const std::vector<std::string>& texts,
+                   const std::vector<std::string>& pairs = {}, const EmbedOptions& options = {});
 
   // The router's view of the cluster (CONTROL "status"; every model version
   // on every worker, with its state and memory, is in workers[].models).

@@ -4,8 +4,10 @@
 
 namespace ember::embed_call {
 
-std::string EncodeRequest(std::string_view model, std::vector<std::string> texts,
-                          const EmbedOptions& options) {
+namespace {
+
+protocol::EmbedRequest RequestOf(std::string_view model, std::vector<std::string> texts,
+                                 const EmbedOptions& options) {
   protocol::EmbedRequest request;
   request.model = std::string(model);
   request.version = options.version;
@@ -14,6 +16,22 @@ std::string EncodeRequest(std::string_view model, std::vector<std::string> texts
   request.truncate = options.truncate;
   request.dimensions = options.dimensions;
   request.prompt_name = options.prompt_name;
+  return request;
+}
+
+}  // namespace
+
+std::string EncodeRequest(std::string_view model, std::vector<std::string> texts,
+                          const EmbedOptions& options) {
+  return protocol::Encode(RequestOf(model, std::move(texts), options));
+}
+
+std::string EncodeScoreRequest(std::string_view model, std::vector<std::string> texts,
+                               std::vector<std::string> pairs, const EmbedOptions& options) {
+  protocol::EmbedRequest request = RequestOf(model, std::move(texts), options);
+  request.task = protocol::Task::kScore;
+  request.text_pairs = std::move(pairs);
+  request.raw_scores = options.raw_scores;
   return protocol::Encode(request);
 }
 

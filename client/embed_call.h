@@ -18,6 +18,9 @@ namespace ember::embed_call {
 // router's deadline for it).
 std::string EncodeRequest(std::string_view model, std::vector<std::string> texts,
                           const EmbedOptions& options);
+// The same for a score (Client::Score): `pairs` empty, or one per text.
+std::string EncodeScoreRequest(std::string_view model, std::vector<std::string> texts,
+                               std::vector<std::string> pairs, const EmbedOptions& options);
 
 // An ERROR reply's body as the Error it names; INTERNAL if it cannot be read.
 Error ErrorOf(std::string_view body);

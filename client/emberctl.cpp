@@ -1,4 +1,4 @@
-// emberctl: the ember command line (embed, similarity, models, keys, status).
+// emberctl: the ember command line (embed, similarity, rerank, models, keys, status).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +8,7 @@
 #include "client/client.h"
 #include "client/keys_command.h"
 #include "client/models_command.h"
+#include "client/rerank_command.h"
 #include "client/similarity_command.h"
 
 namespace {
@@ -163,6 +164,7 @@ int main(int argc, char** argv) {
                     "model's default prompt");
 
   ember::ctl::AddSimilarityCommand(app, flags.routers, flags.timeout_ms);
+  ember::ctl::AddRerankCommand(app, flags.routers, flags.timeout_ms);
   ember::ctl::AddModelsCommand(app, flags.routers, flags.timeout_ms);
   ember::ctl::AddKeysCommand(app);
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "client/client.h"
+#include "client/ctl_failure.h"
 
 namespace ember::ctl {
 namespace {
@@ -181,13 +182,7 @@ void AddModelsCommand(CLI::App& app, const std::vector<std::string>& routers,
   auto* list = models->add_subcommand("list", "every model version on every worker, with state");
   list->add_flag("--json", target->json, "print JSON");
   list->callback([target, &routers, &timeout_ms] {
-    try {
-      List(routers, timeout_ms, target->json);
-    } catch (const Error& e) {
-      std::fprintf(stderr, "emberctl: %s: %s\n", std::string(ErrorCodeName(e.code())).c_str(),
-                   e.what());
-      throw CLI::RuntimeError(2);
-    }
+    ReportingFailure([&] { List(routers, timeout_ms, target->json); });
   });
 }
 

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "client/client.h"
+#include "client/ctl_failure.h"
 
 namespace ember::ctl {
 namespace {
@@ -65,19 +66,14 @@ void AddSimilarityCommand(CLI::App& app, const std::vector<std::string>& routers
                           const int& timeout_ms) {
   auto request = std::make_shared<Request>();
   auto* cmd = app.add_subcommand(
-      "similarity", "embed a query and texts; print each text's cosine to the query, nearest first");
+      "similarity",
+      "embed a query and texts; print each text's cosine to the query, nearest first");
   cmd->add_option("model", request->model, "model name")->required();
   cmd->add_option("query", request->query, "the text to compare the others with")->required();
   cmd->add_option("texts", request->texts, "texts to rank")->required();
   cmd->add_flag("--json", request->json, "print JSON");
   cmd->callback([request, &routers, &timeout_ms] {
-    try {
-      Run(routers, timeout_ms, *request);
-    } catch (const Error& e) {
-      std::fprintf(stderr, "emberctl: %s: %s\n", std::string(ErrorCodeName(e.code())).c_str(),
-                   e.what());
-      throw CLI::RuntimeError(2);
-    }
+    ReportingFailure([&] { Run(routers, timeout_ms, *request); });
   });
 }
 

@@ -136,7 +136,9 @@ bool ReadResult(const msgpack::object& map, ControlResult* out, std::string* err
   }
   // A code from a newer peer is still a failure; keep its name in the message.
   const auto parsed = ParseErrorCode(code);
-  out->code = parsed.value_or(ErrorCode::kInternal);
+  // A success has no code (Encode writes ""): one sent anyway is not kept, as it would not be
+  // sent on.
+  out->code = out->ok ? ErrorCode::kInternal : parsed.value_or(ErrorCode::kInternal);
   if (!out->ok && !parsed && !code.empty()) out->message = code + ": " + out->message;
   return true;
 }
@@ -226,10 +228,59 @@ std::optional<ControlOp> ParseControlOp(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// "task": a Task's name.
+bool ReadTask(const msgpack::object& map, Task* out, std::string* error) {
+  std::string name;
+  if (!Read(map, "task", &name, Need::kOptional, error)) return false;
+  if (name.empty() && Find(map, "task") == nullptr) return true;
+  const auto task = ParseTask(name);
+  if (!task) {
+    *error = TaskError(name);
+    return false;
+  }
+  *out = *task;
+  return true;
+}
+
+}  // namespace
+
+std::string_view TaskName(Task task) { return task == Task::kScore ? "score" : "embed"; }
+
+std::optional<Task> ParseTask(std::string_view name) {
+  if (name == "embed") return Task::kEmbed;
+  if (name == "score") return Task::kScore;
+  return std::nullopt;
+}
+
+std::string TaskError(std::string_view name) {
+  return "field 'task' is '" + std::string(name) + "'; expected 'embed' or 'score'";
+}
+
+bool CheckPairs(Task task, std::size_t inputs, bool has_pairs, std::size_t pairs,
+                std::string* error) {
+  if (!has_pairs) return true;
+  if (task != Task::kScore) {
+    *error = "field 'text_pairs' is for task 'score' (a cross-encoder's pairs)";
+    return false;
+  }
+  if (pairs != inputs) {
+    *error = "field 'text_pairs' has " + std::to_string(pairs) + " texts for " +
+             std::to_string(inputs) + " inputs";
+    return false;
+  }
+  return true;
+}
+
 std::string Encode(const EmbedRequest& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(5u + (body.dimensions == 0 ? 0u : 1u) + (body.prompt_name.empty() ? 0u : 1u));
+  // Only what differs from the defaults (a decoder takes any field on any task).
+  const bool score = body.task != Task::kEmbed;
+  pk.pack_map(5u + (body.dimensions == 0 ? 0u : 1u) + (body.prompt_name.empty() ? 0u : 1u) +
+              (score ? 1u : 0u) + (body.raw_scores ? 1u : 0u) +
+              (body.text_pairs.empty() ? 0u : 1u));
   PackField(pk, "model", body.model);
   PackField(pk, "version", body.version);
   PackField(pk, "inputs", body.inputs);
@@ -237,10 +288,14 @@ std::string Encode(const EmbedRequest& body) {
   PackField(pk, "truncate", body.truncate);
   if (body.dimensions != 0) PackField(pk, "dimensions", body.dimensions);
   if (!body.prompt_name.empty()) PackField(pk, "prompt_name", body.prompt_name);
+  if (score) PackField(pk, "task", TaskName(body.task));
+  if (body.raw_scores) PackField(pk, "raw_scores", body.raw_scores);
+  if (!body.text_pairs.empty()) PackField(pk, "text_pairs", body.text_pairs);
   return ToString(buffer);
 }
 
 bool Decode(std::string_view bytes, EmbedRequest* out, std::string* error) {
+  *out = EmbedRequest{};  // optional fields absent from `bytes` are their defaults, not leftovers
   msgpack::object_handle handle;
   if (!UnpackMap(bytes, &handle, error)) return false;
   const msgpack::object& map = handle.get();
@@ -250,13 +305,18 @@ bool Decode(std::string_view bytes, EmbedRequest* out, std::string* error) {
          Read(map, "timeout_ms", &out->timeout_ms, Need::kOptional, error) &&
          Read(map, "truncate", &out->truncate, Need::kOptional, error) &&
          Read(map, "dimensions", &out->dimensions, Need::kOptional, error) &&
-         Read(map, "prompt_name", &out->prompt_name, Need::kOptional, error);
+         Read(map, "prompt_name", &out->prompt_name, Need::kOptional, error) &&
+         ReadTask(map, &out->task, error) &&
+         Read(map, "text_pairs", &out->text_pairs, Need::kOptional, error) &&
+         Read(map, "raw_scores", &out->raw_scores, Need::kOptional, error) &&
+         CheckPairs(out->task, out->inputs.size(), Find(map, "text_pairs") != nullptr,
+                    out->text_pairs.size(), error);
 }
 
 std::string Encode(const EmbedReply& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(body.tokens.empty() ? 7 : 8);
+  pk.pack_map(7u + (body.tokens.empty() ? 0u : 1u) + (body.labels.empty() ? 0u : 1u));
   PackField(pk, "model", body.model);
   PackField(pk, "version", body.version);
   PackField(pk, "worker", body.worker);
@@ -264,6 +324,7 @@ std::string Encode(const EmbedReply& body) {
   PackField(pk, "count", body.count);
   PackField(pk, "batch_size", body.batch_size);
   if (!body.tokens.empty()) PackField(pk, "tokens", body.tokens);
+  if (!body.labels.empty()) PackField(pk, "labels", body.labels);
   // The vectors go as one bin of raw little-endian float32: packing them as a
   // msgpack float array costs ~100x more CPU on both ends.
   const auto bytes = static_cast<std::uint32_t>(body.data.size() * sizeof(float));
@@ -284,7 +345,13 @@ bool Decode(std::string_view bytes, EmbedReply* out, std::string* error) {
       !Read(map, "dim", &out->dim, Need::kRequired, error) ||
       !Read(map, "count", &out->count, Need::kRequired, error) ||
       !Read(map, "batch_size", &out->batch_size, Need::kOptional, error) ||
-      !Read(map, "tokens", &out->tokens, Need::kOptional, error)) {
+      !Read(map, "tokens", &out->tokens, Need::kOptional, error) ||
+      !Read(map, "labels", &out->labels, Need::kOptional, error)) {
+    return false;
+  }
+  if (!out->labels.empty() && out->labels.size() != out->dim) {
+    *error = "field 'labels' names " + std::to_string(out->labels.size()) + " scores of " +
+             std::to_string(out->dim);
     return false;
   }
   if (!out->tokens.empty() && out->tokens.size() != out->count) {

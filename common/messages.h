@@ -18,7 +18,21 @@
 
 namespace ember::protocol {
 
-// REQUEST body: embed `inputs` with `model`.
+// What a REQUEST asks of its model. On the wire, "task": its name ("embed", "score");
+// absent: embed.
+enum class Task : std::uint8_t {
+  kEmbed,  // a vector per input
+  kScore,  // scores per input, from a model with labels (a cross-encoder or classifier)
+};
+std::string_view TaskName(Task task);
+std::optional<Task> ParseTask(std::string_view name);
+// The decoders' reasons (common/request_header.h gives the same): a "task" that names no Task;
+// "text_pairs" (present when has_pairs) for another task than kScore, or not one per input.
+std::string TaskError(std::string_view name);
+bool CheckPairs(Task task, std::size_t inputs, bool has_pairs, std::size_t pairs,
+                std::string* error);
+
+// REQUEST body: embed (or score) `inputs` with `model`.
 struct EmbedRequest {
   std::string model;
   std::uint32_t version = 0;  // 0: the latest version the cluster serves
@@ -31,6 +45,13 @@ struct EmbedRequest {
   // The model's prompt (sentence-transformers' "prompts", e.g. "query") put before each input;
   // empty: the version's default prompt, if it has one (Backend::prompts).
   std::string prompt_name{};
+  Task task = Task::kEmbed;
+  // kScore only: empty, or one text per input, paired with it as the model's second segment
+  // ([CLS] inputs[i] [SEP] text_pairs[i] [SEP]: a rerank query and one of its passages).
+  std::vector<std::string> text_pairs{};
+  // kScore: the model's logits as they are; false: their sigmoid for a model with one label,
+  // their softmax otherwise (as TEI's raw_scores).
+  bool raw_scores = false;
 };
 
 // REPLY body to an EmbedRequest: `count` vectors of `dim` float32, row-major.
@@ -47,6 +68,8 @@ struct EmbedReply {
   // TEI and OpenAI's `usage` count). Empty when not known (a worker or cache entry from before
   // token counts); otherwise exactly `count` entries.
   std::vector<std::uint32_t> tokens;
+  // A kScore reply: the model's labels, naming each vector's `dim` scores in order.
+  std::vector<std::string> labels{};
 };
 
 // ERROR body.

@@ -2,8 +2,10 @@
 
 #include <limits>
 #include <msgpack.hpp>
+#include <optional>
 
 #include "common/body_limits.h"
+#include "common/messages.h"
 
 namespace ember::protocol {
 namespace {
@@ -16,7 +18,10 @@ enum class Field {
   kTimeout,
   kTruncate,
   kDimensions,
-  kPromptName
+  kPromptName,
+  kTask,
+  kTextPairs,
+  kRawScores,
 };
 
 Field FieldNamed(std::string_view key) {
@@ -27,6 +32,9 @@ Field FieldNamed(std::string_view key) {
   if (key == "truncate") return Field::kTruncate;
   if (key == "dimensions") return Field::kDimensions;
   if (key == "prompt_name") return Field::kPromptName;
+  if (key == "task") return Field::kTask;
+  if (key == "text_pairs") return Field::kTextPairs;
+  if (key == "raw_scores") return Field::kRawScores;
   return Field::kNone;
 }
 
@@ -124,7 +132,10 @@ class HeaderVisitor : public msgpack::null_visitor {
            check(Field::kInputs, "inputs", true) && check(Field::kTimeout, "timeout_ms", false) &&
            check(Field::kTruncate, "truncate", false) &&
            check(Field::kDimensions, "dimensions", false) &&
-           check(Field::kPromptName, "prompt_name", false);
+           check(Field::kPromptName, "prompt_name", false) && check(Field::kTask, "task", false) &&
+           CheckTaskName(error) && check(Field::kTextPairs, "text_pairs", false) &&
+           check(Field::kRawScores, "raw_scores", false) &&
+           CheckPairs(out_->task, out_->count, Slot(Field::kTextPairs).seen, out_->pairs, error);
   }
 
  private:
@@ -135,11 +146,17 @@ class HeaderVisitor : public msgpack::null_visitor {
   };
 
   FieldSlot& Slot(Field f) { return slots_[static_cast<int>(f)]; }
+  const FieldSlot& Slot(Field f) const { return slots_[static_cast<int>(f)]; }
+  bool CheckTaskName(std::string* error) const {
+    if (!bad_task_) return true;
+    *error = TaskError(*bad_task_);
+    return false;
+  }
   bool in_key() const { return depth_ == 1 && in_key_; }
   // A value of the root map (not a key, not nested).
   bool at_value() const { return depth_ == 1 && !in_key_ && field_ != Field::kNone; }
-  // An element of the first "inputs" array.
-  bool at_input() const { return depth_ == 2 && in_inputs_; }
+  // An element of the first "inputs" or "text_pairs" array.
+  bool at_input() const { return depth_ == 2 && (in_inputs_ || in_pairs_); }
 
   bool Fail(std::string_view why) {
     if (error_.empty()) error_ = "body is not valid msgpack: " + std::string(why);
@@ -153,13 +170,15 @@ class HeaderVisitor : public msgpack::null_visitor {
       return true;
     }
     if (at_input()) {
+      // A pair's text counts as its input's: the limit on a text's bytes holds for both.
+      std::size_t& index = in_pairs_ ? pair_index_ : input_index_;
       if (kind != Kind::kText) {
-        Slot(Field::kInputs).ok = false;
+        Slot(in_pairs_ ? Field::kTextPairs : Field::kInputs).ok = false;
       } else if (text_.size() > out_->longest_bytes) {
         out_->longest_bytes = text_.size();
-        out_->longest_index = input_index_;
+        out_->longest_index = index;
       }
-      ++input_index_;
+      ++index;
       return true;
     }
     if (!at_value()) return true;
@@ -182,11 +201,25 @@ class HeaderVisitor : public msgpack::null_visitor {
       case Field::kPromptName:  // the worker's to read; the router only checks its type
         slot.ok = kind == Kind::kText;
         break;
+      case Field::kTask:
+        slot.ok = kind == Kind::kText;
+        if (slot.ok) {
+          if (const auto task = ParseTask(text_)) {
+            out_->task = *task;
+          } else {
+            bad_task_ = std::string(text_);  // an error: the one allocation is no matter
+          }
+        }
+        break;
+      case Field::kRawScores:
+        slot.ok = kind == Kind::kBool;
+        break;
       case Field::kTruncate:
         slot.ok = kind == Kind::kBool;
         if (slot.ok) out_->truncate = boolean_;
         break;
       case Field::kInputs:  // a scalar where an array belongs
+      case Field::kTextPairs:
       case Field::kNone:
         slot.ok = false;
         break;
@@ -202,14 +235,18 @@ class HeaderVisitor : public msgpack::null_visitor {
     } else if (in_key()) {
       key_ = Field::kNone;  // an aggregate key names no field
     } else if (at_input()) {
-      Slot(Field::kInputs).ok = false;  // a text must be a string
-      ++input_index_;
+      // A text must be a string.
+      Slot(in_pairs_ ? Field::kTextPairs : Field::kInputs).ok = false;
+      ++(in_pairs_ ? pair_index_ : input_index_);
     } else if (at_value()) {
-      const bool inputs = field_ == Field::kInputs && !is_map;
-      Slot(field_).ok = inputs;
-      if (inputs) {
+      const bool texts = (field_ == Field::kInputs || field_ == Field::kTextPairs) && !is_map;
+      Slot(field_).ok = texts;
+      if (texts && field_ == Field::kInputs) {
         in_inputs_ = true;
         out_->count = n;
+      } else if (texts) {
+        in_pairs_ = true;
+        out_->pairs = n;
       }
     }
     ++depth_;
@@ -218,7 +255,7 @@ class HeaderVisitor : public msgpack::null_visitor {
 
   bool Close() {
     --depth_;
-    if (depth_ == 1) in_inputs_ = false;
+    if (depth_ == 1) in_inputs_ = in_pairs_ = false;
     return true;
   }
 
@@ -230,8 +267,11 @@ class HeaderVisitor : public msgpack::null_visitor {
   Field key_ = Field::kNone;    // the key being read names this field
   Field field_ = Field::kNone;  // the value being read is this field's
   bool in_inputs_ = false;
+  bool in_pairs_ = false;
   std::size_t input_index_ = 0;
-  FieldSlot slots_[8]{};
+  std::size_t pair_index_ = 0;
+  std::optional<std::string> bad_task_;  // a "task" that names no Task
+  FieldSlot slots_[11]{};
   // The last scalar seen.
   std::string_view text_;
   std::uint64_t integer_ = 0;

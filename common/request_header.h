@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/messages.h"
+
 namespace ember::protocol {
 
 struct EmbedRequestHeader {
@@ -21,9 +23,11 @@ struct EmbedRequestHeader {
   std::uint32_t version = 0;
   std::uint32_t timeout_ms = 0;
   bool truncate = true;
-  std::uint32_t dimensions = 0;   // 0: the model's own
+  std::uint32_t dimensions = 0;  // 0: the model's own
+  Task task = Task::kEmbed;
   std::size_t count = 0;          // texts in `inputs`
-  std::size_t longest_bytes = 0;  // bytes of the longest text
+  std::size_t pairs = 0;          // texts in `text_pairs`
+  std::size_t longest_bytes = 0;  // bytes of the longest text (of inputs and text_pairs)
   std::size_t longest_index = 0;  // its index (the first, if several are as long)
 };
 

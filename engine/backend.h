@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error_code.h"
 #include "engine/token_batch.h"
 
 namespace ember::engine {
@@ -58,6 +59,24 @@ class Backend {
     return kNone;
   }
 
+  // A model that scores rather than embeds (a cross-encoder or text classifier: BERT's
+  // ForSequenceClassification): its labels, in output order. Embed then returns each
+  // sequence's raw logits, dim() == labels().size(). Empty (the default): the model embeds.
+  virtual const std::vector<std::string>& labels() const {
+    static const std::vector<std::string> kNone;
+    return kNone;
+  }
+
+  // A pair of texts ([CLS] first [SEP] second [SEP]: a query and a passage) ready for
+  // TokenBatch::Add(ids, second_start). Only for models with labels; the default refuses.
+  // Throws ember::Error (BAD_REQUEST, TOO_LONG) as Tokenize does.
+  struct PairIds {
+    std::vector<std::int32_t> ids;
+    std::size_t second_start = 0;
+  };
+  virtual PairIds TokenizePair(std::string_view first, std::string_view second,
+                               bool truncate) const;
+
   // Token ids of one text, ready for Embed. `truncate` false makes an
   // over-long text an error. Throws ember::Error (BAD_REQUEST, TOO_LONG).
   // Thread-safe, and may run while another thread is in Embed.
@@ -68,6 +87,10 @@ class Backend {
   // the worker calls it from as many threads at once as it keeps batches in flight.
   virtual std::vector<float> Embed(const TokenBatch& batch) = 0;
 };
+
+inline Backend::PairIds Backend::TokenizePair(std::string_view, std::string_view, bool) const {
+  throw Error(ErrorCode::kBadRequest, "this model embeds single texts; it takes no pairs");
+}
 
 }  // namespace ember::engine
 

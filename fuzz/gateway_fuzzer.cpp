@@ -1,13 +1,15 @@
-// libFuzzer target: the gateway's request parsers (gateway/openai_api.h, gateway/tei_api.h) on
-// arbitrary bodies: what any HTTP client can send.
+// libFuzzer target: the gateway's request parsers (gateway/openai_api.h, gateway/tei_api.h,
+// gateway/tei_scoring.h) on arbitrary bodies: what any HTTP client can send.
 //
 //   byte 0   which parser: 0 OpenAI /v1/embeddings, 1 TEI /embed with a --default-model,
-//            2 TEI /embed without one (its value modulo 3)
+//            2 TEI /embed without one, 3 TEI /rerank, 4 TEI /predict (its value modulo 5)
 //   rest     the body, any bytes
 //
 // Properties checked on every input, beyond "no crash, no sanitizer report":
 //   * a body is parsed or refused with HttpError 400 (BAD_REQUEST), never another exception;
-//   * a parsed request names a model and has at least one text.
+//   * a parsed request names a model and has at least one text;
+//   * a parsed score has no pairs or one per text, a rerank one per text and a top_n within
+//     them.
 #include <cstdint>
 #include <string_view>
 
@@ -15,6 +17,7 @@
 #include "gateway/http_error.h"
 #include "gateway/openai_api.h"
 #include "gateway/tei_api.h"
+#include "gateway/tei_scoring.h"
 
 namespace ember::fuzz {
 namespace {
@@ -22,6 +25,12 @@ namespace {
 void CheckCall(const gateway::EmbeddingCall& call) {
   Check(!call.model.empty(), "a parsed request names a model");
   Check(!call.texts.empty(), "a parsed request has a text");
+}
+
+void CheckScore(const gateway::ScoreCall& score) {
+  CheckCall(score.call);
+  Check(score.pairs.empty() || score.pairs.size() == score.call.texts.size(),
+        "a score has no pairs or one per text");
 }
 
 }  // namespace
@@ -32,15 +41,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 3) {
+    switch (data[0] % 5) {
       case 0:
         fuzz::CheckCall(gateway::ParseOpenAiRequest(body).call);
         break;
       case 1:
         fuzz::CheckCall(gateway::ParseTeiRequest(body, "m").call);
         break;
-      default:
+      case 2:
         fuzz::CheckCall(gateway::ParseTeiRequest(body, "").call);
+        break;
+      case 3: {
+        const gateway::RerankRequest r = gateway::ParseRerankRequest(body, "m");
+        fuzz::CheckScore(r.score);
+        fuzz::Check(
+            r.score.pairs.size() == r.score.call.texts.size() && r.top_n <= r.score.pairs.size(),
+            "a rerank pairs the query with every text, top_n within them");
+        break;
+      }
+      default:
+        fuzz::CheckScore(gateway::ParsePredictRequest(body, "m").score);
         break;
     }
   } catch (const gateway::HttpError& e) {

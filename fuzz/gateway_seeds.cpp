@@ -26,12 +26,26 @@ std::vector<std::string> GatewaySeeds() {
       R"({"model":7,"inputs":"x"})",
       R"("just a string")",
   };
+  const std::vector<std::string> rerank = {
+      R"({"query":"q","texts":["a","b"],"raw_scores":true,"return_text":true,"top_n":1})",
+      R"({"query":"q","texts":[],"truncation_direction":"Left","model":"r:2"})",
+      R"({"query":5,"texts":["a",["b"]],"top_n":0})",
+  };
+  const std::vector<std::string> predict = {
+      R"({"inputs":"I like you."})",
+      R"({"inputs":["a","b"],"raw_scores":true})",
+      R"({"inputs":[["a","b"],["c","d"]],"model":"c"})",
+      R"({"inputs":["a",["b","c"]],"truncate":false})",
+      R"({"inputs":[["a","b","c"]]})",
+  };
   std::vector<std::string> seeds;
   for (const auto& body : openai) seeds.push_back('\x00' + body);
   for (const auto& body : tei) {
     seeds.push_back('\x01' + body);
     seeds.push_back('\x02' + body);
   }
+  for (const auto& body : rerank) seeds.push_back('\x03' + body);
+  for (const auto& body : predict) seeds.push_back('\x04' + body);
   return seeds;
 }
 

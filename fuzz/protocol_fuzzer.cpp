@@ -26,13 +26,14 @@ namespace {
 bool Same(const protocol::EmbedRequest& a, const protocol::EmbedRequest& b) {
   return a.model == b.model && a.version == b.version && a.inputs == b.inputs &&
          a.timeout_ms == b.timeout_ms && a.truncate == b.truncate && a.dimensions == b.dimensions &&
-         a.prompt_name == b.prompt_name;
+         a.prompt_name == b.prompt_name && a.task == b.task && a.text_pairs == b.text_pairs &&
+         a.raw_scores == b.raw_scores;
 }
 bool Same(const protocol::EmbedReply& a, const protocol::EmbedReply& b) {
   // Compare vectors bitwise: NaN payloads must survive too.
   return a.model == b.model && a.version == b.version && a.worker == b.worker && a.dim == b.dim &&
          a.count == b.count && a.batch_size == b.batch_size && a.tokens == b.tokens &&
-         a.data.size() == b.data.size() &&
+         a.labels == b.labels && a.data.size() == b.data.size() &&
          std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
 }
 bool Same(const protocol::ErrorBody& a, const protocol::ErrorBody& b) {
@@ -118,16 +119,20 @@ void CompareHeader(std::string_view bytes) {
   Check(full_ok == header_ok, "the header read accepts exactly what the full decoder accepts");
   Check(full_error == header_error, "the header read gives the full decoder's reason");
   if (!full_ok) return;
+  // Of the inputs and the pairs' texts: the router holds both to its limit on a text's bytes.
   std::size_t longest = 0, longest_index = 0;
-  for (std::size_t i = 0; i < full.inputs.size(); ++i) {
-    if (full.inputs[i].size() > longest) {
-      longest = full.inputs[i].size();
-      longest_index = i;
+  for (const auto* texts : {&full.inputs, &full.text_pairs}) {
+    for (std::size_t i = 0; i < texts->size(); ++i) {
+      if ((*texts)[i].size() > longest) {
+        longest = (*texts)[i].size();
+        longest_index = i;
+      }
     }
   }
   Check(header.model == full.model && header.version == full.version &&
             header.timeout_ms == full.timeout_ms && header.truncate == full.truncate &&
-            header.count == full.inputs.size() && header.longest_bytes == longest &&
+            header.task == full.task && header.count == full.inputs.size() &&
+            header.pairs == full.text_pairs.size() && header.longest_bytes == longest &&
             header.longest_index == longest_index,
         "the header read agrees with the full decoder on every field");
 }

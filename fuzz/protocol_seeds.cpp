@@ -33,6 +33,19 @@ std::vector<std::string> ProtocolSeeds() {
   request.truncate = false;
   request.dimensions = 64;
   request.prompt_name = "query";
+  // A cross-encoder's score of pairs, and its reply with labels.
+  protocol::EmbedRequest score;
+  score.model = "reranker";
+  score.inputs = {"query", "query"};
+  score.task = protocol::Task::kScore;
+  score.text_pairs = {"a passage", ""};
+  score.raw_scores = true;
+  protocol::EmbedReply scores;
+  scores.model = "classifier";
+  scores.dim = 2;
+  scores.count = 1;
+  scores.data = {0.25f, 0.75f};
+  scores.labels = {"negative", "positive"};
   protocol::EmbedReply reply;
   reply.model = "tiny";
   reply.version = 1;
@@ -95,6 +108,8 @@ std::vector<std::string> ProtocolSeeds() {
   std::vector<std::string> seeds = {
       WithMode(Mode::kEmbedRequest, protocol::Encode(request)),
       WithMode(Mode::kEmbedReply, protocol::Encode(reply)),
+      WithMode(Mode::kEmbedRequest, protocol::Encode(score)),
+      WithMode(Mode::kEmbedReply, protocol::Encode(scores)),
       WithMode(Mode::kErrorBody, protocol::Encode(error)),
       WithMode(Mode::kReadyBody, protocol::Encode(ready)),
       WithMode(Mode::kControlRequest, protocol::Encode(control)),

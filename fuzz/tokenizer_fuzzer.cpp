@@ -2,16 +2,18 @@
 // arbitrary text, under every option combination.
 //
 //   byte 0   option bits: 1 lowercase, 2 strip_accents set, 4 its value,
-//            8 tokenize_chinese_chars, 16 split_special_tokens, 32 truncate
+//            8 tokenize_chinese_chars, 16 split_special_tokens, 32 truncate, 64 a pair
 //   byte 1   max_length selector (see kMaxLengths)
-//   rest     the text, any bytes
+//   rest     the text, any bytes; a pair (EncodePair): the texts before and after its first
+//            NUL byte (none: the second is empty)
 //
 // Properties checked on every input, beyond "no crash, no sanitizer report":
 //   * kBadUtf8 exactly when the text is not well-formed UTF-8 (checked by an
 //     independent validator here);
 //   * kTooLong only when truncate is off;
-//   * a result is [CLS] ... [SEP], at most max_length ids, all in the
-//     vocabulary, and `truncated` only when it is exactly max_length long.
+//   * a result is [CLS] ... [SEP] (a pair's: [CLS] ... [SEP] ... [SEP] with the second text
+//     from second_start), at most max_length ids, all in the vocabulary, and `truncated` only
+//     when it is exactly max_length long.
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -104,6 +106,47 @@ bool WellFormedUtf8(std::string_view s) {
   return true;
 }
 
+void CheckIds(const WordPieceTokenizer& tokenizer, const std::vector<std::int32_t>& ids) {
+  for (const std::int32_t id : ids) {
+    Check(id >= 0 && static_cast<std::size_t>(id) < tokenizer.vocab_size(), "ids in vocabulary");
+  }
+}
+
+// What Encode and EncodePair may refuse: malformed UTF-8 exactly, and only without truncation
+// a text too long; a pair with a max_length under 3 (`pair_too_short`) as a bad config.
+void CheckRefusal(const TokenizerError& error, bool valid, bool truncate, bool pair_too_short) {
+  if (error.code() == TokenizerErrorCode::kBadUtf8) {
+    Check(!valid, "valid UTF-8 must not be rejected as bad");
+  } else if (error.code() == TokenizerErrorCode::kBadConfig) {
+    Check(valid && pair_too_short, "a pair needs max_length >= 3, nothing else is refused");
+  } else {
+    Check(error.code() == TokenizerErrorCode::kTooLong && !truncate && valid,
+          "only kTooLong, only without truncation, only for valid text");
+  }
+}
+
+void FuzzPair(const WordPieceTokenizer& tokenizer, std::string_view text, bool truncate) {
+  const std::size_t nul = text.find('\0');
+  const std::string_view first = text.substr(0, nul);
+  const std::string_view second = nul == std::string_view::npos ? "" : text.substr(nul + 1);
+  const bool valid = WellFormedUtf8(first) && WellFormedUtf8(second);
+  const std::size_t max_length = tokenizer.options().max_length;
+  try {
+    const engine::PairEncoding p = tokenizer.EncodePair(first, second, truncate);
+    Check(valid, "invalid UTF-8 must be rejected");
+    Check(p.ids.size() >= 3 && p.ids.size() <= max_length, "3 <= ids <= max_length");
+    Check(p.second_start >= 2 && p.second_start < p.ids.size(), "the second text is inside");
+    Check(p.ids.front() == tokenizer.cls_id() && p.ids[p.second_start - 1] == tokenizer.sep_id() &&
+              p.ids.back() == tokenizer.sep_id(),
+          "ids are [CLS] ... [SEP] ... [SEP]");
+    CheckIds(tokenizer, p.ids);
+    Check(!p.truncated || (truncate && p.ids.size() == max_length),
+          "truncated only when cut to max_length");
+  } catch (const TokenizerError& error) {
+    CheckRefusal(error, valid, truncate, max_length < 3);
+  }
+}
+
 }  // namespace
 }  // namespace ember::fuzz
 
@@ -114,6 +157,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool truncate = flags & 32;
   const WordPieceTokenizer& tokenizer = TokenizerFor(flags, data[1]);
   const std::string_view text(reinterpret_cast<const char*>(data) + 2, size - 2);
+  if (flags & 64) {
+    FuzzPair(tokenizer, text, truncate);
+    return 0;
+  }
   const bool valid = WellFormedUtf8(text);
   try {
     const ember::engine::Encoding e = tokenizer.Encode(text, truncate);
@@ -122,18 +169,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Check(e.ids.size() >= 2 && e.ids.size() <= max_length, "2 <= ids <= max_length");
     Check(e.ids.front() == tokenizer.cls_id() && e.ids.back() == tokenizer.sep_id(),
           "ids are [CLS] ... [SEP]");
-    for (const std::int32_t id : e.ids) {
-      Check(id >= 0 && static_cast<std::size_t>(id) < tokenizer.vocab_size(), "ids in vocabulary");
-    }
+    CheckIds(tokenizer, e.ids);
     Check(!e.truncated || (truncate && e.ids.size() == max_length),
           "truncated only when cut to max_length");
   } catch (const TokenizerError& error) {
-    if (error.code() == TokenizerErrorCode::kBadUtf8) {
-      Check(!valid, "valid UTF-8 must not be rejected as bad");
-    } else {
-      Check(error.code() == TokenizerErrorCode::kTooLong && !truncate && valid,
-            "only kTooLong, only without truncation, only for valid text");
-    }
+    CheckRefusal(error, valid, truncate, /*pair_too_short=*/false);
   }
   return 0;
 }

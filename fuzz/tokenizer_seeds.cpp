@@ -23,8 +23,9 @@ std::vector<std::string> TokenizerSeeds() {
       "truncated \xe4\xbd",
   };
   std::vector<std::string> seeds;
-  // Flags 0x29 = lowercase + chinese + truncate; 0x00 = cased, no truncation.
-  for (const char flags : {'\x29', '\x00', '\x3f', '\x0f'}) {
+  // Flags 0x29 = lowercase + chinese + truncate; 0x00 = cased, no truncation; 0x69 and 0x40:
+  // the same for pairs (the texts split at a NUL: "nul\0byte" is one).
+  for (const char flags : {'\x29', '\x00', '\x3f', '\x0f', '\x69', '\x40'}) {
     for (const char length : {'\x00', '\x02', '\x03'}) {
       for (const auto& t : texts) seeds.push_back(std::string{flags, length} + t);
     }

@@ -8,6 +8,13 @@
 
 namespace ember::gateway {
 
+nlohmann::json ParseJsonObject(std::string_view body) {
+  nlohmann::json request = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded()) throw BadRequest("the request body is not valid JSON");
+  if (!request.is_object()) throw BadRequest("the request body must be a JSON object");
+  return request;
+}
+
 void ParseModelName(std::string_view spec, EmbeddingCall* call) {
   std::string_view name = spec;
   std::uint32_t version = 0;
@@ -27,6 +34,26 @@ void ParseModelName(std::string_view spec, EmbeddingCall* call) {
   if (name.empty()) throw BadRequest("'model' must name a model (\"name\" or \"name:version\")");
   call->model = std::string(name);
   call->version = version;
+}
+
+void ParseModelOrDefault(const nlohmann::json& body, const std::string& default_model,
+                         EmbeddingCall* call) {
+  const auto model = body.find("model");
+  if (model != body.end() && !model->is_null()) {
+    if (!model->is_string()) throw BadRequest("'model' must be a string");
+    ParseModelName(model->get_ref<const std::string&>(), call);
+  } else if (!default_model.empty()) {
+    ParseModelName(default_model, call);
+  } else {
+    throw BadRequest("no 'model' in the request and the gateway has no --default-model");
+  }
+}
+
+std::optional<bool> ParseFlag(const nlohmann::json& body, const char* name) {
+  const auto value = body.find(name);
+  if (value == body.end() || value->is_null()) return std::nullopt;
+  if (!value->is_boolean()) throw BadRequest("'" + std::string(name) + "' must be a boolean");
+  return value->get<bool>();
 }
 
 std::uint32_t ParseDimensions(const nlohmann::json& body) {

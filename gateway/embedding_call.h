@@ -26,10 +26,21 @@ struct EmbeddingCall {
   std::string prompt_name{};
 };
 
+// `body` as a JSON object; throws HttpError 400 when it is not valid JSON or not an object.
+nlohmann::json ParseJsonObject(std::string_view body);
+
 // Splits "name:version" (version a positive integer, or "latest" = 0) into
 // name and version; any other string is a bare name, version 0. Throws
 // HttpError 400 for an empty name.
 void ParseModelName(std::string_view spec, EmbeddingCall* call);
+
+// The body's "model" ("name[:version]"), or `default_model` where it has none (the TEI
+// endpoints: a TEI server serves one model). Throws HttpError 400 when neither names one.
+void ParseModelOrDefault(const nlohmann::json& body, const std::string& default_model,
+                         EmbeddingCall* call);
+
+// The body's boolean `name` (absent or null: nullopt); throws HttpError 400 unless a boolean.
+std::optional<bool> ParseFlag(const nlohmann::json& body, const char* name);
 
 // The body's "dimensions" (absent or null: 0); throws HttpError 400 unless a positive integer
 // that fits uint32.

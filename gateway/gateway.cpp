@@ -11,6 +11,7 @@
 #include "gateway/http_error.h"
 #include "gateway/openai_api.h"
 #include "gateway/tei_api.h"
+#include "gateway/tei_scoring.h"
 
 namespace ember::gateway {
 namespace {
@@ -18,9 +19,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr const char* kJson = "application/json";
 
-// Embeds on the gateway's one asynchronous client (one connection, one I/O thread for every
-// handler; it fails over and gives up on its own, so the wait is bounded by the timeout).
-Embeddings Embed(AsyncClient& client, const EmbeddingCall& call, const GatewayOptions& options) {
+EmbedOptions OptionsOf(const EmbeddingCall& call, const GatewayOptions& options) {
   EmbedOptions embed;
   embed.version = call.version;
   embed.truncate = call.truncate.value_or(true);
@@ -28,7 +27,20 @@ Embeddings Embed(AsyncClient& client, const EmbeddingCall& call, const GatewayOp
   embed.prompt_name = call.prompt_name;
   embed.timeout = options.timeout;
   embed.attempts = options.attempts;
-  return client.Embed(call.model, call.texts, embed).get();
+  return embed;
+}
+
+// Embeds on the gateway's one asynchronous client (one connection, one I/O thread for every
+// handler; it fails over and gives up on its own, so the wait is bounded by the timeout).
+Embeddings Embed(AsyncClient& client, const EmbeddingCall& call, const GatewayOptions& options) {
+  return client.Embed(call.model, call.texts, OptionsOf(call, options)).get();
+}
+
+// The same for a cross-encoder's or classifier's scores.
+Embeddings Score(AsyncClient& client, const ScoreCall& score, const GatewayOptions& options) {
+  EmbedOptions embed = OptionsOf(score.call, options);
+  embed.raw_scores = score.raw_scores;
+  return client.Score(score.call.model, score.call.texts, score.pairs, embed).get();
 }
 
 // Runs `handle`, turning any failure into an error response written by
@@ -87,6 +99,12 @@ Gateway::Gateway(GatewayOptions options)
   });
   server.Post("/embed", [this](const httplib::Request& request, httplib::Response& response) {
     TeiEmbed(request, response);
+  });
+  server.Post("/rerank", [this](const httplib::Request& request, httplib::Response& response) {
+    TeiRerank(request, response);
+  });
+  server.Post("/predict", [this](const httplib::Request& request, httplib::Response& response) {
+    TeiPredict(request, response);
   });
   server.Get("/health",
              [this](const httplib::Request&, httplib::Response& response) { Health(response); });
@@ -164,6 +182,32 @@ void Gateway::TeiEmbed(const httplib::Request& request, httplib::Response& respo
         // TEI's header for the tokens a request computed.
         response.set_header("x-compute-tokens", std::to_string(embeddings.total_tokens()));
         return parsed.call.texts.size();
+      },
+      TeiErrorJson);
+}
+
+void Gateway::TeiRerank(const httplib::Request& request, httplib::Response& response) {
+  Serve(
+      metrics_, "/rerank", response,
+      [&] {
+        const RerankRequest parsed = ParseRerankRequest(request.body, options_.default_model);
+        const Embeddings scores = Score(embedder_, parsed.score, options_);
+        response.set_content(FormatRerankResponse(parsed, scores), kJson);
+        response.set_header("x-compute-tokens", std::to_string(scores.total_tokens()));
+        return parsed.score.pairs.size();
+      },
+      TeiErrorJson);
+}
+
+void Gateway::TeiPredict(const httplib::Request& request, httplib::Response& response) {
+  Serve(
+      metrics_, "/predict", response,
+      [&] {
+        const PredictRequest parsed = ParsePredictRequest(request.body, options_.default_model);
+        const Embeddings scores = Score(embedder_, parsed.score, options_);
+        response.set_content(FormatPredictResponse(parsed, scores), kJson);
+        response.set_header("x-compute-tokens", std::to_string(scores.total_tokens()));
+        return parsed.score.call.texts.size();
       },
       TeiErrorJson);
 }

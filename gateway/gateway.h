@@ -62,6 +62,8 @@ class Gateway {
   void OpenAiEmbeddings(const httplib::Request& request, httplib::Response& response);
   void OpenAiModels(httplib::Response& response);
   void TeiEmbed(const httplib::Request& request, httplib::Response& response);
+  void TeiRerank(const httplib::Request& request, httplib::Response& response);
+  void TeiPredict(const httplib::Request& request, httplib::Response& response);
   void Health(httplib::Response& response);
 
   GatewayOptions options_;

@@ -7,21 +7,11 @@
 #include "gateway/json_floats.h"
 
 namespace ember::gateway {
-namespace {
 
 using nlohmann::json;
 
-json ParseObject(std::string_view body) {
-  json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (request.is_discarded()) throw BadRequest("the request body is not valid JSON");
-  if (!request.is_object()) throw BadRequest("the request body must be a JSON object");
-  return request;
-}
-
-}  // namespace
-
 OpenAiRequest ParseOpenAiRequest(std::string_view body) {
-  const json request = ParseObject(body);
+  const json request = ParseJsonObject(body);
   OpenAiRequest out;
 
   const auto model = request.find("model");

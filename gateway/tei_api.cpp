@@ -11,20 +11,9 @@ namespace ember::gateway {
 using nlohmann::json;
 
 TeiRequest ParseTeiRequest(std::string_view body, const std::string& default_model) {
-  json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (request.is_discarded()) throw BadRequest("the request body is not valid JSON");
-  if (!request.is_object()) throw BadRequest("the request body must be a JSON object");
+  const json request = ParseJsonObject(body);
   TeiRequest out;
-
-  const auto model = request.find("model");
-  if (model != request.end() && !model->is_null()) {
-    if (!model->is_string()) throw BadRequest("'model' must be a string");
-    ParseModelName(model->get_ref<const std::string&>(), &out.call);
-  } else if (!default_model.empty()) {
-    ParseModelName(default_model, &out.call);
-  } else {
-    throw BadRequest("no 'model' in the request and the gateway has no --default-model");
-  }
+  ParseModelOrDefault(request, default_model, &out.call);
 
   const auto inputs = request.find("inputs");
   if (inputs == request.end()) throw BadRequest("'inputs' is required");
@@ -41,16 +30,8 @@ TeiRequest ParseTeiRequest(std::string_view body, const std::string& default_mod
 
   out.call.dimensions = ParseDimensions(request);
   out.call.prompt_name = ParsePromptName(request);
-  for (const char* flag : {"normalize", "truncate"}) {
-    const auto value = request.find(flag);
-    if (value == request.end() || value->is_null()) continue;
-    if (!value->is_boolean()) throw BadRequest("'" + std::string(flag) + "' must be a boolean");
-    if (std::string_view(flag) == "normalize") {
-      out.normalize = value->get<bool>();
-    } else {
-      out.call.truncate = value->get<bool>();
-    }
-  }
+  out.normalize = ParseFlag(request, "normalize").value_or(true);
+  out.call.truncate = ParseFlag(request, "truncate");
   return out;
 }
 

@@ -223,7 +223,8 @@ void Router::State::HandleRequest(const std::string& client, protocol::Message& 
   const auto timeout = request.timeout_ms > 0 ? std::chrono::milliseconds(request.timeout_ms)
                                               : options.default_timeout;
   requests.ArmDeadline(id, now + timeout);
-  if (!cache_front) {
+  // The cache holds embeddings: a score (a cross-encoder's, of pairs) always goes to a worker.
+  if (!cache_front || request.task != protocol::Task::kEmbed) {
     dispatcher.Dispatch(id, now);
     return;
   }

@@ -16,6 +16,11 @@ byte-identical files for a given torch version (the SHA-256 of model.safetensors
 printed). Initialisation is BERT-like (normal, std 0.02) but biases and LayerNorm
 parameters are also perturbed so every parameter influences the output.
 
+With --labels, the folder is a BertForSequenceClassification checkpoint instead (a
+cross-encoder with one label, as cross-encoder/ms-marco-MiniLM-L6-v2; a classifier with
+several): "bert."-prefixed encoder and pooler, "classifier.*" with one row per label, id2label
+in config.json, and no sentence-transformers files.
+
 Only torch and the standard library are needed: the project's Python (.venv/bin/python3).
 """
 
@@ -70,7 +75,12 @@ def build_state(args, gen):
     if not args.no_pooler:
         state.append(("pooler.dense.weight", normal(h, h)))
         state.append(("pooler.dense.bias", normal(h)))
-    return [(args.prefix + n, t) for n, t in state]
+    state = [(args.prefix + n, t) for n, t in state]
+    if args.labels:
+        # Larger than BERT's init so that scores spread over the sigmoid, not all near 0.5.
+        state.append(("classifier.weight", normal(len(args.labels), h, scale=0.5)))
+        state.append(("classifier.bias", normal(len(args.labels), scale=0.5)))
+    return state
 
 
 def tensor_bytes(t, dtype):
@@ -142,7 +152,15 @@ def main(argv=None):
     ap.add_argument("--no-pooler", action="store_true", help="omit pooler.dense.*")
     ap.add_argument("--no-sentence-transformers", dest="no_st", action="store_true",
                     help="write only config.json + model.safetensors")
+    ap.add_argument("--labels", type=lambda s: s.split(","),
+                    help="comma-separated label names: a BertForSequenceClassification folder "
+                         "(one label: a cross-encoder)")
     args = ap.parse_args(argv)
+    if args.labels:
+        if args.no_pooler:
+            ap.error("--labels needs the pooler")
+        args.prefix = "bert."
+        args.no_st = True
     for name, value in zip(("layers", "hidden", "heads", "intermediate"), SHAPES[args.shape]):
         if getattr(args, name) is None:
             setattr(args, name, value)
@@ -164,8 +182,13 @@ def main(argv=None):
         sha, size = write_safetensors(
             os.path.join(tmp, "model.safetensors"), state, dtype_name, dtype,
             {"format": "pt", "generator": "ember make_bert_model.py", "seed": str(args.seed)})
+        classifier = {}
+        if args.labels:
+            classifier = {"id2label": {str(i): n for i, n in enumerate(args.labels)},
+                          "label2id": {n: i for i, n in enumerate(args.labels)}}
         write_json(os.path.join(tmp, "config.json"), {
-            "architectures": ["BertModel"],
+            **classifier,
+            "architectures": ["BertForSequenceClassification" if args.labels else "BertModel"],
             "model_type": "bert",
             "hidden_size": args.hidden,
             "num_hidden_layers": args.layers,

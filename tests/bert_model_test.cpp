@@ -32,6 +32,7 @@
 #include "engine/bert/cpu/packed_dense.h"
 #include "engine/bert/safetensors.h"
 #include "tests/cuda_required.h"
+#include "tests/random_pairs.h"
 
 namespace ember::engine {
 namespace {
@@ -252,6 +253,42 @@ TEST_F(MiniLmTest, RejectsBadInput) {
   EXPECT_THROW(model_->Embed({{101, -1, 102}}), std::invalid_argument);
   EXPECT_THROW(model_->Embed({std::vector<int32_t>(513, 1000)}), std::invalid_argument);
   EXPECT_NO_THROW(model_->Embed({std::vector<int32_t>(512, 1000)}));
+}
+
+// A BertForSequenceClassification folder: its logits, one per label, from pairs with their token
+// types, the same on the fused encoder and the ATen forward (sentence-transformers'
+// CrossEncoder is their oracle in python/tests/test_scores.py).
+TEST(BertClassifier, ScoresPairsAlikeOnBothForwards) {
+  const fs::path dir = TestDataDir() / "classifier";
+  const auto fused = BertModel::Load(dir, {.threads = 2});
+  const auto aten = BertModel::Load(dir, {.threads = 2, .fused = false});
+  EXPECT_EQ(fused->labels(), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(fused->dim(), 3);
+  EXPECT_TRUE(fused->packs());
+  const unsigned seed = std::random_device{}();
+  const TokenBatch pairs = RandomPairs(*fused, seed);
+  const std::vector<float> got = fused->Embed(pairs);
+  const std::vector<float> want = aten->Embed(pairs);
+  ASSERT_EQ(got.size(), pairs.size() * 3);
+  ASSERT_EQ(want.size(), got.size());
+  // The same ids as one segment: a pair's scores depend on its second segment's token type.
+  TokenBatch single;
+  double moved = 0;
+  for (std::size_t i = 0; i < pairs.size(); ++i) single.Add(pairs.sequence(i));
+  const std::vector<float> untyped = fused->Embed(single);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-5) << "seed " << seed;
+    if (pairs.second_start(i / 3) != 0) {
+      moved = std::max(moved, std::abs(static_cast<double>(got[i]) - untyped[i]));
+    } else {
+      EXPECT_NEAR(got[i], untyped[i], 1e-6) << "seed " << seed;
+    }
+  }
+  EXPECT_GT(moved, 1e-3) << "seed " << seed;
+  // A second segment at 0 or past the end is no pair.
+  TokenBatch bad;
+  bad.Add(std::vector<int32_t>{101, 2000, 102}, 3);
+  EXPECT_THROW(fused->Embed(bad), std::invalid_argument);
 }
 
 TEST(BertModelOptions, ClsPoolingMatchesReferenceAndDiffersFromMean) {

@@ -26,6 +26,7 @@
 
 #include "engine/bert/bert_model.h"
 #include "tests/cuda_required.h"
+#include "tests/random_pairs.h"
 
 namespace ember::engine {
 namespace {
@@ -131,6 +132,22 @@ TEST_P(CudaEncoderTest, AtenForwardMatchesCpu) {
   const Ids ids = RandomIds(*cpu, seed);
   const Agreement a = Compare(gpu->Embed(ids), cpu->Embed(ids), static_cast<size_t>(cpu->dim()));
   EXPECT_LE(a.max_abs, 2e-5) << "seed " << seed;
+}
+
+// A sequence classifier runs the ATen forward on CUDA (the CUDA encoder takes no token types):
+// its logits on pairs against the fused CPU encoder's.
+TEST(CudaClassifier, ScoresPairsAsTheCpuDoes) {
+  EMBER_SKIP_WITHOUT_CUDA();
+  const fs::path dir = TestDataDir() / "classifier";
+  const auto cpu = BertModel::Load(dir, {.threads = 2});
+  const auto gpu = BertModel::Load(dir, {.device = "cuda:0"});
+  EXPECT_FALSE(gpu->packs());
+  const unsigned seed = std::random_device{}();
+  const TokenBatch pairs = RandomPairs(*cpu, seed);
+  const std::vector<float> want = cpu->Embed(pairs);
+  const Agreement a = Compare(gpu->Embed(pairs), want, static_cast<size_t>(cpu->dim()));
+  EXPECT_LE(a.max_abs, 2e-5) << "seed " << seed;
+  std::printf("  classifier on CUDA (ATen) vs CPU: max abs diff %.3g\n", a.max_abs);
 }
 
 // fp16 and bf16 against float32 (issue 25: cosine >= 0.9999). With random weights distinct

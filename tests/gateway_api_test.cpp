@@ -12,6 +12,7 @@
 #include "gateway/json_floats.h"
 #include "gateway/openai_api.h"
 #include "gateway/tei_api.h"
+#include "gateway/tei_scoring.h"
 
 namespace ember::gateway {
 namespace {
@@ -80,6 +81,49 @@ TEST(GatewayApiTest, TeiRequests) {
   EXPECT_EQ(ParseTeiRequest(R"({"inputs":"a","model":"other"})", "m").call.model, "other");
   EXPECT_THROW(ParseTeiRequest(R"({"inputs":"a"})", ""), HttpError);
   EXPECT_THROW(ParseTeiRequest(R"({"inputs":[]})", "m"), HttpError);
+}
+
+TEST(GatewayApiTest, RerankRequests) {
+  const RerankRequest r = ParseRerankRequest(
+      R"({"query":"q","texts":["a","b"],"raw_scores":true,"return_text":true,"top_n":1})", "m");
+  EXPECT_EQ(r.score.call.model, "m");
+  EXPECT_EQ(r.score.call.texts, (std::vector<std::string>{"q", "q"}));
+  EXPECT_EQ(r.score.pairs, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(r.score.raw_scores);
+  EXPECT_TRUE(r.return_text);
+  EXPECT_EQ(r.top_n, 1u);
+  for (const char* bad :
+       {R"({"texts":["a"]})", R"({"query":1,"texts":["a"]})", R"({"query":"q","texts":[]})",
+        R"({"query":"q","texts":"a"})", R"({"query":"q","texts":["a",["b"]]})",
+        R"({"query":"q","texts":["a"],"top_n":0})", R"({"query":"q","texts":["a"],"top_n":2})",
+        R"({"query":"q","texts":["a"],"top_n":-1})",
+        R"({"query":"q","texts":["a"],"raw_scores":"yes"})",
+        R"({"query":"q","texts":["a"],"truncation_direction":"left"})", "[]"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(ParseRerankRequest(bad, "m"), HttpError);
+  }
+}
+
+TEST(GatewayApiTest, PredictInputsAsTeiReadsThem) {
+  // A string, or an array of one or two strings, is one input; other arrays are batches.
+  const auto parse = [](const char* body) { return ParsePredictRequest(body, "m").score; };
+  EXPECT_FALSE(ParsePredictRequest(R"({"inputs":"a"})", "m").batch);
+  EXPECT_EQ(parse(R"({"inputs":["a","b"]})").pairs, std::vector<std::string>{"b"});
+  EXPECT_FALSE(ParsePredictRequest(R"({"inputs":["a","b"]})", "m").batch);
+  EXPECT_TRUE(parse(R"({"inputs":["a"]})").pairs.empty());
+  const PredictRequest batch = ParsePredictRequest(R"({"inputs":["a","b","c"]})", "m");
+  EXPECT_TRUE(batch.batch);
+  EXPECT_EQ(batch.score.call.texts, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(batch.score.pairs.empty());
+  EXPECT_EQ(parse(R"({"inputs":[["a","b"],["c","d"]]})").pairs,
+            (std::vector<std::string>{"b", "d"}));
+  EXPECT_EQ(parse(R"({"inputs":[["a"],["c"]]})").call.texts, (std::vector<std::string>{"a", "c"}));
+  for (const char* bad : {R"({})", R"({"inputs":[]})", R"({"inputs":[["a","b","c"]]})",
+                          R"({"inputs":["a",["b","c"]]})", R"({"inputs":[1]})",
+                          R"({"inputs":[[]]})", R"({"inputs":{"a":"b"}})"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(ParsePredictRequest(bad, "m"), HttpError);
+  }
 }
 
 TEST(GatewayApiTest, Base64) {

@@ -159,6 +159,40 @@ TEST(MessagesTest, EmbedReplyCarriesTokenCounts) {
   EXPECT_NE(error.find("'tokens' has 1 counts for 2 texts"), std::string::npos) << error;
 }
 
+// Issue 26: a cross-encoder's score of pairs, and its reply naming the labels. Each field
+// travels on its own (raw_scores without a task, as a fuzzer once sent, comes back as sent).
+TEST(MessagesTest, ScoresOfPairsRoundTrip) {
+  EmbedRequest in{.model = "reranker", .inputs = {"q", "q"}};
+  in.task = Task::kScore;
+  in.text_pairs = {"a passage", ""};
+  EmbedRequest out;
+  std::string error;
+  for (const bool raw : {false, true}) {
+    in.raw_scores = raw;
+    ASSERT_TRUE(Decode(Encode(in), &out, &error)) << error;
+    EXPECT_EQ(out.task, Task::kScore);
+    EXPECT_EQ(out.text_pairs, in.text_pairs);
+    EXPECT_EQ(out.raw_scores, raw);
+  }
+  const EmbedRequest raw_only{.model = "m", .inputs = {"a"}, .raw_scores = true};
+  ASSERT_TRUE(Decode(Encode(raw_only), &out, &error)) << error;
+  EXPECT_EQ(out.task, Task::kEmbed);
+  EXPECT_TRUE(out.raw_scores);
+
+  EmbedReply reply;
+  reply.model = "classifier";
+  reply.dim = 2;
+  reply.count = 1;
+  reply.data = {0.25f, 0.75f};
+  reply.labels = {"negative", "positive"};
+  EmbedReply decoded;
+  ASSERT_TRUE(Decode(Encode(reply), &decoded, &error)) << error;
+  EXPECT_EQ(decoded.labels, reply.labels);
+  reply.labels = {"only one"};
+  EXPECT_FALSE(Decode(Encode(reply), &decoded, &error));
+  EXPECT_NE(error.find("'labels' names 1 scores of 2"), std::string::npos) << error;
+}
+
 TEST(MessagesTest, EmbedReplyRejectsWrongDataSize) {
   EmbedReply in;
   in.model = "m";
@@ -261,6 +295,19 @@ TEST(MessagesTest, ModelManagementRoundTrips) {
   EXPECT_FALSE(out.results[1].ok);
   EXPECT_EQ(out.results[1].code, ErrorCode::kInternal);
   EXPECT_EQ(out.results[1].message, "out of memory");
+
+  // A success carries no code: one sent with it anyway (as a fuzzer did) decodes without it,
+  // so that decoding what Encode writes of it gives the same again.
+  msgpack::sbuffer ok_buffer;
+  msgpack::packer<msgpack::sbuffer> ok(ok_buffer);
+  ok.pack_map(3);
+  ok.pack(std::string("worker")), ok.pack(std::string("w1"));
+  ok.pack(std::string("ok")), ok.pack(true);
+  ok.pack(std::string("code")), ok.pack(std::string("UNKNOWN_MODEL"));
+  ControlResult success;
+  ASSERT_TRUE(Decode(std::string_view(ok_buffer.data(), ok_buffer.size()), &success, &error));
+  EXPECT_TRUE(success.ok);
+  EXPECT_EQ(success.code, ControlResult{}.code);
 
   // An unknown model state is refused, not guessed.
   msgpack::sbuffer buffer;

@@ -74,8 +74,9 @@ std::string Bytes(const std::function<void(Packer&)>& write) {
 std::string RequestWith(std::string_view field, const std::function<void(Packer&)>* value) {
   return Bytes([&](Packer& pk) {
     const std::vector<std::string_view> fields = {
-        "model", "version", "inputs", "timeout_ms", "truncate", "dimensions", "prompt_name"};
-    pk.pack_map(static_cast<std::uint32_t>(value == nullptr ? 6 : 7));
+        "model",      "version",     "inputs", "timeout_ms", "truncate",
+        "dimensions", "prompt_name", "task",   "text_pairs", "raw_scores"};
+    pk.pack_map(static_cast<std::uint32_t>(fields.size() - (value == nullptr ? 1 : 0)));
     for (std::string_view f : fields) {
       if (f == field) {
         if (value == nullptr) continue;
@@ -89,6 +90,12 @@ std::string RequestWith(std::string_view field, const std::function<void(Packer&
         Key(pk, f), pk.pack(false);
       } else if (f == "prompt_name") {
         Key(pk, f), pk.pack(std::string("query"));
+      } else if (f == "task") {
+        Key(pk, f), pk.pack(std::string("score"));
+      } else if (f == "text_pairs") {  // the longest text of all: the header counts pairs too
+        Key(pk, f), pk.pack(std::vector<std::string>{"a", "bbbbb", "", "c"});
+      } else if (f == "raw_scores") {
+        Key(pk, f), pk.pack(true);
       } else {
         Key(pk, f), pk.pack(3u);
       }
@@ -110,8 +117,8 @@ std::string Nested(int depth) {
 
 std::vector<Body> Bodies() {
   std::vector<Body> bodies;
-  for (std::string_view field :
-       {"model", "version", "inputs", "timeout_ms", "truncate", "dimensions", "prompt_name"}) {
+  for (std::string_view field : {"model", "version", "inputs", "timeout_ms", "truncate",
+                                 "dimensions", "prompt_name", "task", "text_pairs", "raw_scores"}) {
     bodies.push_back({std::string(field) + " missing", RequestWith(field, nullptr)});
     for (const auto& [name, value] : Values()) {
       bodies.push_back({std::string(field) + " = " + name, RequestWith(field, &value)});
@@ -196,10 +203,14 @@ TEST(RequestHeaderTest, AgreesWithTheFullDecoder) {
     EXPECT_EQ(header.timeout_ms, full.timeout_ms);
     EXPECT_EQ(header.truncate, full.truncate);
     EXPECT_EQ(header.dimensions, full.dimensions);
+    EXPECT_EQ(header.task, full.task);
     ASSERT_EQ(header.count, full.inputs.size());
+    ASSERT_EQ(header.pairs, full.text_pairs.size());
     std::size_t longest = 0, index = 0;
-    for (std::size_t i = 0; i < full.inputs.size(); ++i) {
-      if (full.inputs[i].size() > longest) longest = full.inputs[i].size(), index = i;
+    for (const auto* texts : {&full.inputs, &full.text_pairs}) {
+      for (std::size_t i = 0; i < texts->size(); ++i) {
+        if ((*texts)[i].size() > longest) longest = (*texts)[i].size(), index = i;
+      }
     }
     EXPECT_EQ(header.longest_bytes, longest);
     EXPECT_EQ(header.longest_index, index);
@@ -226,6 +237,42 @@ TEST(RequestHeaderTest, ReadsTheFieldsOfAnEncodedRequest) {
   EXPECT_EQ(header.count, 4u);
   EXPECT_EQ(header.longest_bytes, 300u);
   EXPECT_EQ(header.longest_index, 1u);  // the first of the two longest
+}
+
+TEST(RequestHeaderTest, ReadsAScoreOfPairs) {
+  const EmbedRequest request{.model = "reranker",
+                             .inputs = {"query", "query"},
+                             .task = Task::kScore,
+                             .text_pairs = {"a passage", std::string(500, 'p')},
+                             .raw_scores = true};
+  EmbedRequestHeader header;
+  std::string error;
+  ASSERT_TRUE(Decode(Encode(request), &header, &error)) << error;
+  EXPECT_EQ(header.task, Task::kScore);
+  EXPECT_EQ(header.count, 2u);
+  EXPECT_EQ(header.pairs, 2u);
+  EXPECT_EQ(header.longest_bytes, 500u);  // a pair's text is held to the limit too
+  EXPECT_EQ(header.longest_index, 1u);
+  EmbedRequest full;
+  ASSERT_TRUE(Decode(Encode(request), &full, &error)) << error;
+  EXPECT_EQ(full.text_pairs, request.text_pairs);
+  EXPECT_TRUE(full.raw_scores);
+}
+
+TEST(RequestHeaderTest, RefusesPairsThatDoNotMatchTheTask) {
+  for (const auto& [request, why] : std::vector<std::pair<EmbedRequest, std::string>>{
+           {{.model = "m", .inputs = {"q"}, .text_pairs = {"p"}},
+            "field 'text_pairs' is for task 'score' (a cross-encoder's pairs)"},
+           {{.model = "m", .inputs = {"q", "q"}, .task = Task::kScore, .text_pairs = {"p"}},
+            "field 'text_pairs' has 1 texts for 2 inputs"}}) {
+    std::string full_error, header_error;
+    EmbedRequest full;
+    EmbedRequestHeader header;
+    EXPECT_FALSE(Decode(Encode(request), &full, &full_error));
+    EXPECT_FALSE(Decode(Encode(request), &header, &header_error));
+    EXPECT_EQ(full_error, why);
+    EXPECT_EQ(header_error, why);
+  }
 }
 
 }  // namespace

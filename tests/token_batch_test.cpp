@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/pooling.h"
+#include "engine/scores.h"
 
 namespace ember::engine {
 namespace {
@@ -38,6 +39,30 @@ TEST(TokenBatch, EmptyBatchAndEmptySequence) {
   b.Add(std::vector<int32_t>{});  // kept: refusing it is the backend's job
   EXPECT_EQ(b.size(), 1u);
   EXPECT_EQ(b.length(0), 0u);
+}
+
+TEST(TokenBatch, PairsKeepWhereTheirSecondSegmentStarts) {
+  TokenBatch b;
+  b.Add(std::vector<int32_t>{101, 7, 102});
+  EXPECT_FALSE(b.has_pairs());
+  b.Add(std::vector<int32_t>{101, 7, 102, 8, 9, 102}, 3);
+  EXPECT_TRUE(b.has_pairs());
+  EXPECT_EQ(b.second_start(0), 0u);
+  EXPECT_EQ(b.second_start(1), 3u);
+}
+
+TEST(Scores, SigmoidOfOneLogitSoftmaxOfSeveral) {
+  std::vector<float> one = {0.0f};
+  ActivateScores(one);
+  EXPECT_FLOAT_EQ(one[0], 0.5f);
+  one = {2.0f};
+  ActivateScores(one);
+  EXPECT_FLOAT_EQ(one[0], static_cast<float>(1 / (1 + std::exp(-2.0))));
+  std::vector<float> three = {1000.0f, 1000.0f, -1000.0f};  // no overflow: shifted by the max
+  ActivateScores(three);
+  EXPECT_FLOAT_EQ(three[0], 0.5f);
+  EXPECT_FLOAT_EQ(three[1], 0.5f);
+  EXPECT_FLOAT_EQ(three[2], 0.0f);
 }
 
 TEST(Pooling, MeanClsAndNormalizeOverPackedRows) {

@@ -7,6 +7,7 @@
 #include "common/protocol.h"
 #include "common/thread_name.h"
 #include "engine/pooling.h"
+#include "engine/scores.h"
 
 namespace ember::worker {
 
@@ -119,6 +120,26 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
                        info_.name + "' holds at most " + std::to_string(max_queue) + " (max-queue)",
                    {}};
   }
+  // A model with labels scores, any other embeds: a request for the other is the client's
+  // mistake, told in the terms of the APIs that make each.
+  const bool scores = job.request.task == protocol::Task::kScore;
+  if (const auto& labels = backend_->labels(); scores != !labels.empty()) {
+    return Outcome{job.request_id,
+                   ErrorCode::kBadRequest,
+                   scores ? "model '" + info_.name +
+                                "' embeds texts; scores (rerank, predict) need a cross-encoder "
+                                "or classifier"
+                          : "model '" + info_.name +
+                                "' is a cross-encoder or classifier: it scores texts (rerank, "
+                                "predict) and makes no embeddings",
+                   {}};
+  }
+  request->scores = scores;
+  request->raw_scores = job.request.raw_scores;
+  if (scores && job.request.dimensions != 0) {
+    return Outcome{
+        job.request_id, ErrorCode::kBadRequest, "'dimensions' is for embeddings, not scores", {}};
+  }
   if (const std::uint32_t d = job.request.dimensions; d != 0 && d != info_.dim) {
     std::string why;
     if (d > info_.dim) {
@@ -152,14 +173,23 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
     }
     prompt = it->second;
   }
+  const auto& pairs = job.request.text_pairs;  // the decoder checked: none, or one per input
   request->ids.reserve(inputs.size());
   request->tokens.reserve(inputs.size());
+  if (!pairs.empty()) request->seconds.reserve(inputs.size());
   std::string prompted;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     try {
       if (!prompt.empty()) prompted.assign(prompt).append(inputs[i]);
-      request->ids.push_back(backend_->Tokenize(
-          prompt.empty() ? std::string_view(inputs[i]) : prompted, job.request.truncate));
+      const std::string_view text = prompt.empty() ? std::string_view(inputs[i]) : prompted;
+      if (pairs.empty()) {
+        request->ids.push_back(backend_->Tokenize(text, job.request.truncate));
+      } else {
+        engine::Backend::PairIds pair =
+            backend_->TokenizePair(text, pairs[i], job.request.truncate);
+        request->ids.push_back(std::move(pair.ids));
+        request->seconds.push_back(static_cast<std::uint32_t>(pair.second_start));
+      }
       request->tokens.push_back(static_cast<std::uint32_t>(request->ids.back().size()));
     } catch (const Error& e) {
       return Outcome{job.request_id, e.code(), "input " + std::to_string(i) + ": " + e.what(), {}};
@@ -279,7 +309,8 @@ void ModelRunner::RunBatch(std::vector<BatchItem> batch, Clock::time_point forme
     auto it = requests_.find(item.request);
     if (it == requests_.end()) continue;
     std::vector<std::int32_t>& text = it->second.ids[item.index];
-    ids.Add(text);
+    const auto& seconds = it->second.seconds;
+    ids.Add(text, seconds.empty() ? 0 : seconds[item.index]);
     text = {};  // its memory back now; reply sizes use only ids.size()
     items.push_back(item);
   }
@@ -374,6 +405,14 @@ void ModelRunner::Send(zmq::socket_t& results, std::vector<Outcome>& outcomes) {
     if (o.request.dimensions != 0) {
       Cut(o.request.vectors, reply.count, o.request.dimensions);
       reply.dim = o.request.dimensions;
+    }
+    if (o.request.scores) {
+      if (!o.request.raw_scores) {
+        for (std::size_t i = 0; i < reply.count; ++i) {
+          engine::ActivateScores(std::span(o.request.vectors).subspan(i * reply.dim, reply.dim));
+        }
+      }
+      reply.labels = backend_->labels();
     }
     reply.batch_size = static_cast<std::uint32_t>(o.request.largest_batch);
     reply.data = std::move(o.request.vectors);

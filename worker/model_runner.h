@@ -85,8 +85,11 @@ class ModelRunner {
   // A request being assembled from its texts' vectors.
   struct Request {
     std::vector<std::vector<std::int32_t>> ids;  // per text, moved out when batched
+    std::vector<std::uint32_t> seconds;          // per text, a pair's second start; or empty
     std::vector<std::uint32_t> tokens;           // per text: ids' length, for the reply
     std::uint32_t dimensions = 0;  // < dim: the reply cuts each vector to it (Matryoshka)
+    bool scores = false;           // a kScore request: the reply has labels
+    bool raw_scores = false;       // ... and the logits as they are
     std::vector<float> vectors;    // count x dim
     std::size_t remaining = 0;
     std::size_t largest_batch = 0;

@@ -9,6 +9,10 @@
 namespace ember::engine {
 namespace {
 
+ErrorCode TokenizerErrorCodeOf(const TokenizerError& e) {
+  return e.code() == TokenizerErrorCode::kTooLong ? ErrorCode::kTooLong : ErrorCode::kBadRequest;
+}
+
 class BertBackend final : public Backend {
  public:
   BertBackend(WordPieceTokenizer tokenizer, std::unique_ptr<BertModel> model,
@@ -38,9 +42,7 @@ class BertBackend final : public Backend {
     try {
       ids = tokenizer_.Encode(text, truncate).ids;
     } catch (const TokenizerError& e) {
-      const ErrorCode code =
-          e.code() == TokenizerErrorCode::kTooLong ? ErrorCode::kTooLong : ErrorCode::kBadRequest;
-      throw Error(code, e.what());
+      throw Error(TokenizerErrorCodeOf(e), e.what());
     }
     if (ids.size() > max_length_) {
       if (!truncate) {
@@ -53,6 +55,20 @@ class BertBackend final : public Backend {
       ids.push_back(sep);
     }
     return ids;
+  }
+
+  const std::vector<std::string>& labels() const override { return model_->labels(); }
+
+  // Cut as HF tokenizers cut a pair ("longest_first") to the model's limit.
+  PairIds TokenizePair(std::string_view first, std::string_view second,
+                       bool truncate) const override {
+    if (model_->labels().empty()) return Backend::TokenizePair(first, second, truncate);
+    try {
+      PairEncoding pair = tokenizer_.EncodePair(first, second, truncate, max_length_);
+      return PairIds{std::move(pair.ids), pair.second_start};
+    } catch (const TokenizerError& e) {
+      throw Error(TokenizerErrorCodeOf(e), e.what());
+    }
   }
 
   std::vector<float> Embed(const TokenBatch& batch) override { return model_->Embed(batch); }

@@ -53,6 +53,44 @@ void ParsePoolingConfig(const fs::path& file, SentenceTransformersConfig& st) {
   }
 }
 
+bool IsSequenceClassifier(const json& config) {
+  const auto it = config.find("architectures");
+  if (it == config.end() || !it->is_array()) return false;
+  for (const json& a : *it) {
+    if (a.is_string() && a.get<std::string>().ends_with("ForSequenceClassification")) return true;
+  }
+  return false;
+}
+
+// The classifier's labels in id order, as HF's PretrainedConfig resolves them.
+std::vector<std::string> ParseLabels(const json& config, const fs::path& file) {
+  std::vector<std::string> labels;
+  if (const auto it = config.find("id2label"); it != config.end()) {
+    if (!it->is_object() || it->empty()) Fail(file.string() + ": id2label must be a JSON object");
+    labels.resize(it->size());
+    std::vector<bool> seen(it->size());
+    for (const auto& [key, value] : it->items()) {
+      std::size_t id = labels.size();
+      try {
+        std::size_t used = 0;
+        id = std::stoul(key, &used);
+        if (used != key.size()) id = labels.size();
+      } catch (const std::exception&) {
+      }
+      if (id >= labels.size() || seen[id] || !value.is_string()) {
+        Fail(file.string() + ": id2label must map the ids 0.." + std::to_string(labels.size() - 1) +
+             " to names, each once; got \"" + key + "\": " + value.dump());
+      }
+      seen[id] = true;
+      labels[id] = value.get<std::string>();
+    }
+    return labels;
+  }
+  const int64_t n = config.contains("num_labels") ? GetPositiveInt(config, "num_labels", file) : 2;
+  for (int64_t i = 0; i < n; ++i) labels.push_back("LABEL_" + std::to_string(i));
+  return labels;
+}
+
 }  // namespace
 
 BertConfig ParseBertConfig(const fs::path& file) {
@@ -97,6 +135,7 @@ BertConfig ParseBertConfig(const fs::path& file) {
       Fail(file.string() + ": hidden_act \"" + act + "\" is not supported");
     }
   }
+  if (IsSequenceClassifier(j)) c.labels = ParseLabels(j, file);
   return c;
 }
 

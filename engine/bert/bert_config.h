@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/bert/bert_model.h"
 #include "engine/bert/cpu/cpu_kernels.h"
@@ -23,6 +24,10 @@ struct BertConfig {
   int64_t type_vocab = 2;
   double eps = 1e-12;
   Activation act = Activation::kGeluErf;
+  // A BertForSequenceClassification checkpoint (a cross-encoder or text classifier): its
+  // outputs are the classifier head's logits, one per label (id2label in id order, else
+  // num_labels' "LABEL_i", else HF's two). Empty: an encoder (BertModel) that embeds.
+  std::vector<std::string> labels{};
 };
 BertConfig ParseBertConfig(const std::filesystem::path& file);
 

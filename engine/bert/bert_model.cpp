@@ -19,6 +19,7 @@
 
 #include "engine/bert/aten_dense.h"
 #include "engine/bert/bert_config.h"
+#include "engine/bert/classifier_head.h"
 #include "engine/bert/cpu/cpu_encoder.h"
 #include "engine/bert/safetensors.h"
 #include "engine/bert/stream_lanes.h"
@@ -96,8 +97,11 @@ struct BertModel::Impl {
   // copies queue neither behind other work on the device's default stream nor behind each
   // other. nullopt on CPU. Mutable: leasing (thread-safe) is no change to the model.
   mutable std::optional<StreamLanes> streams;
-  at::Tensor word_emb, pos_emb, type_emb0, emb_ln_w, emb_ln_b;
+  at::Tensor word_emb, pos_emb, type_emb, emb_ln_w, emb_ln_b;
+  at::Tensor type_emb0;  // type_emb's row 0, the token type of single texts
   std::vector<Layer> layers;
+  // A sequence classifier's pooler and classifier (BertConfig::labels); nullopt for an encoder.
+  std::optional<ClassifierHead> head;
   // fp32 / bf16 on CPU with BertOptions::fused: the encoder CpuEncode runs. It owns the packed
   // dense layers (the Dense members of `layers` stay empty) and points into the tensors above.
   std::optional<CpuEncoderWeights> fused;
@@ -120,14 +124,16 @@ struct BertModel::Impl {
   }
 
   // ids: [B, L] int64, mask: [B, L] float (1 = token, 0 = padding), lens[b]: tokens of
-  // sequence b. Returns the last hidden states, float32 [B, L, H] on the device.
+  // sequence b; types: [B, L] int64 token types, or undefined for all 0. Returns the last hidden
+  // states, float32 [B, L, H] on the device.
   at::Tensor Forward(const at::Tensor& ids, const at::Tensor& mask,
-                     const std::vector<int64_t>& lens) const {
+                     const std::vector<int64_t>& lens, const at::Tensor& types) const {
     const int64_t b = ids.size(0), len = ids.size(1), h = cfg.hidden, nh = cfg.heads;
     const int64_t hd = h / nh;
     const bool cpu = device.is_cpu();
 
-    at::Tensor x = at::embedding(word_emb, ids) + pos_emb.narrow(0, 0, len) + type_emb0;
+    at::Tensor x = at::embedding(word_emb, ids) + pos_emb.narrow(0, 0, len) +
+                   (types.defined() ? at::embedding(type_emb, types) : type_emb0);
     x = at::layer_norm(x.view({b * len, h}), {h}, emb_ln_w, emb_ln_b, cfg.eps);
 
     // Other devices: additive key mask, broadcast over heads and query positions [B, 1, 1, L].
@@ -253,6 +259,11 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
       break;
   }
   impl->normalize = options.normalize;
+  if (!c.labels.empty()) {
+    // A classifier's head reads the [CLS] token's hidden state as it is.
+    impl->pooling = Pooling::kCls;
+    impl->normalize = false;
+  }
   impl->threads = options.threads;
   impl->max_length = std::min(c.max_pos, st.max_seq_length.value_or(c.max_pos));
 
@@ -304,7 +315,9 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
     };
     CpuEncoderWeights encoder;
 #ifdef EMBER_HAVE_CUDA_ENCODER
-    const bool cuda_fused = options.fused && impl->device.is_cuda();
+    // The CUDA encoder adds token type 0 to every token, so a classifier, which takes pairs,
+    // runs the ATen forward there (docs/status.md: token types in the CUDA encoder are open).
+    const bool cuda_fused = options.fused && impl->device.is_cuda() && c.labels.empty();
     CudaEncoderWeights cuda_encoder;
     // In the compute dtype, contiguous, on the device.
     auto to_act = [&](const at::Tensor& t) { return t.to(impl->act_dtype).contiguous(); };
@@ -312,8 +325,9 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
     const int64_t h = c.hidden, in = c.intermediate;
     impl->word_emb = load("embeddings.word_embeddings.weight", {c.vocab, h});
     impl->pos_emb = load("embeddings.position_embeddings.weight", {c.max_pos, h});
-    // Single-segment input: token_type_ids are all 0.
-    impl->type_emb0 = load("embeddings.token_type_embeddings.weight", {c.type_vocab, h})[0];
+    // Single texts are all token type 0; a pair's second text is type 1 (TokenBatch).
+    impl->type_emb = load("embeddings.token_type_embeddings.weight", {c.type_vocab, h});
+    impl->type_emb0 = impl->type_emb[0];
     impl->emb_ln_w = load("embeddings.LayerNorm.weight", {h});
     impl->emb_ln_b = load("embeddings.LayerNorm.bias", {h});
     for (int64_t i = 0; i < c.layers; ++i) {
@@ -374,6 +388,16 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
       }
       impl->layers.push_back(std::move(l));
     }
+    if (!c.labels.empty()) {
+      // Float32 on the host, where ClassifierHead runs.
+      const auto labels = static_cast<int64_t>(c.labels.size());
+      ClassifierHead head;
+      head.pooler_w = LoadTensor(file, prefix + "pooler.dense.weight", {h, h});
+      head.pooler_b = LoadTensor(file, prefix + "pooler.dense.bias", {h});
+      head.w = LoadTensor(file, "classifier.weight", {labels, h});
+      head.b = LoadTensor(file, "classifier.bias", {labels});
+      impl->head = std::move(head);
+    }
     if (file.contains(prefix + "encoder.layer." + std::to_string(c.layers) +
                       ".attention.self.query.weight")) {
       Fail(weights.string() + " has more encoder layers than num_hidden_layers=" +
@@ -387,6 +411,7 @@ std::unique_ptr<BertModel> BertModel::Load(const fs::path& dir, const BertOption
       encoder.word_emb = impl->word_emb.data_ptr<float>();
       encoder.pos_emb = impl->pos_emb.data_ptr<float>();
       encoder.type_emb0 = impl->type_emb0.data_ptr<float>();
+      if (c.type_vocab > 1) encoder.type_emb1 = impl->type_emb[1].data_ptr<float>();
       encoder.emb_ln_w = impl->emb_ln_w.data_ptr<float>();
       encoder.emb_ln_b = impl->emb_ln_b.data_ptr<float>();
       // Every batch size compiled now, not on the first request of each size.
@@ -432,6 +457,13 @@ std::vector<float> BertModel::Embed(const TokenBatch& batch) const {
           "BertModel::Embed: sequence " + std::to_string(i) + " has " + std::to_string(seq.size()) +
           " tokens, more than max_position_embeddings " + std::to_string(m.cfg.max_pos));
     }
+    if (const size_t second = batch.second_start(i);
+        second != 0 && (second >= seq.size() || m.cfg.type_vocab < 2)) {
+      throw std::invalid_argument(
+          "BertModel::Embed: sequence " + std::to_string(i) + " has its second segment at " +
+          std::to_string(second) + " of " + std::to_string(seq.size()) + " tokens" +
+          (m.cfg.type_vocab < 2 ? ", but the model has one token type" : ""));
+    }
     for (int32_t id : seq) {
       if (id < 0 || id >= m.cfg.vocab) {
         throw std::invalid_argument("BertModel::Embed: sequence " + std::to_string(i) +
@@ -454,10 +486,14 @@ std::vector<float> BertModel::Embed(const TokenBatch& batch) const {
 
   c10::InferenceMode guard;
   try {
+    // A classifier's head turns the pooled [CLS] rows into logits.
+    const auto finish = [&](std::vector<float> pooled) {
+      return m.head ? m.head->Apply(pooled.data(), b) : pooled;
+    };
     if (m.fused) {
       std::vector<float> out(batch.size() * static_cast<size_t>(m.cfg.hidden));
       CpuEncode(*m.fused, batch, m.pooling, m.normalize, out.data());
-      return out;
+      return finish(std::move(out));
     }
     // CUDA: a stream of the model's own, leased to this call, is current on this thread for
     // the copies and kernels.
@@ -468,7 +504,11 @@ std::vector<float> BertModel::Embed(const TokenBatch& batch) const {
       on_stream.emplace(lane->stream());
     }
 #ifdef EMBER_HAVE_CUDA_ENCODER
-    if (m.cuda_fused) return CudaEncode(*m.cuda_fused, batch, m.pooling, m.normalize);
+    if (m.cuda_fused) {
+      // Never for a classifier (Load); an encoder is never given pairs (BertBackend).
+      if (batch.has_pairs()) throw std::invalid_argument("BertModel::Embed: pairs on an encoder");
+      return CudaEncode(*m.cuda_fused, batch, m.pooling, m.normalize);
+    }
 #endif
     // The ATen forward pads to the longest sequence. CUDA: page-locked host buffers, so the
     // copies below run asynchronously on the model's stream (LibTorch's caching host
@@ -477,6 +517,8 @@ std::vector<float> BertModel::Embed(const TokenBatch& batch) const {
     const auto host = at::TensorOptions().pinned_memory(cuda);
     at::Tensor id_t = at::zeros({b, len}, host.dtype(at::kLong));  // pad id 0; masked out anyway
     at::Tensor mask_t = at::zeros({b, len}, host.dtype(at::kFloat));
+    at::Tensor type_t;  // only for pairs; undefined: all token type 0
+    if (batch.has_pairs()) type_t = at::zeros({b, len}, host.dtype(at::kLong));
     auto* id_p = id_t.data_ptr<int64_t>();
     auto* mask_p = mask_t.data_ptr<float>();
     std::vector<int64_t> starts(batch.size()), lens(batch.size());
@@ -486,30 +528,42 @@ std::vector<float> BertModel::Embed(const TokenBatch& batch) const {
       lens[static_cast<size_t>(i)] = static_cast<int64_t>(seq.size());
       std::copy(seq.begin(), seq.end(), id_p + i * len);
       std::fill_n(mask_p + i * len, seq.size(), 1.0f);
+      if (const size_t second = batch.second_start(static_cast<size_t>(i)); second != 0) {
+        std::fill_n(type_t.data_ptr<int64_t>() + i * len + static_cast<int64_t>(second),
+                    static_cast<int64_t>(seq.size() - second), int64_t{1});
+      }
     }
     // The last hidden states come back to the host, where they are pooled as every backend
     // pools (engine/pooling.h); the copy to pageable memory synchronises with the stream.
     const at::Tensor hidden =
         m.Forward(id_t.to(m.device, at::kLong, /*non_blocking=*/cuda),
-                  mask_t.to(m.device, at::kFloat, /*non_blocking=*/cuda), lens)
+                  mask_t.to(m.device, at::kFloat, /*non_blocking=*/cuda), lens,
+                  type_t.defined() ? type_t.to(m.device, at::kLong, /*non_blocking=*/cuda)
+                                   : at::Tensor())
             .to(at::kCPU)
             .contiguous();
     std::vector<float> out(batch.size() * static_cast<size_t>(m.cfg.hidden));
     PoolRows(hidden.data_ptr<float>(), m.cfg.hidden, starts, lens, m.pooling, m.normalize,
              out.data());
-    return out;
+    return finish(std::move(out));
   } catch (const c10::Error& e) {
     throw std::runtime_error(std::string("BertModel::Embed: ") + e.what_without_backtrace());
   }
 }
 
-int64_t BertModel::dim() const { return impl_->cfg.hidden; }
+int64_t BertModel::dim() const { return impl_->head ? impl_->head->labels() : impl_->cfg.hidden; }
+const std::vector<std::string>& BertModel::labels() const { return impl_->cfg.labels; }
 
 uint64_t BertModel::memory_bytes() const {
   const Impl& m = *impl_;
   uint64_t bytes = 0;
-  for (const at::Tensor* t : {&m.word_emb, &m.pos_emb, &m.type_emb0, &m.emb_ln_w, &m.emb_ln_b}) {
+  for (const at::Tensor* t : {&m.word_emb, &m.pos_emb, &m.type_emb, &m.emb_ln_w, &m.emb_ln_b}) {
     bytes += t->nbytes();
+  }
+  if (m.head) {
+    for (const at::Tensor* t : {&m.head->pooler_w, &m.head->pooler_b, &m.head->w, &m.head->b}) {
+      bytes += t->nbytes();
+    }
   }
   for (const Layer& l : m.layers) {
     for (const Dense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) bytes += d->bytes();

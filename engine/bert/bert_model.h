@@ -91,11 +91,11 @@ class BertModel {
   BertModel(const BertModel&) = delete;
   BertModel& operator=(const BertModel&) = delete;
 
-  // batch: one token-id sequence per text, already framed as [CLS] ... [SEP] and at
-  // most max_position_embeddings long. Each sequence attends only to its own tokens, so
-  // results do not depend on how texts are batched (up to float rounding). Returns row-major
-  // float32 [batch.size() x dim()], pooled and normalised as engine/pooling.h says.
-  // Throws std::invalid_argument for an empty or too long sequence or an id
+  // batch: one token-id sequence per text, already framed as [CLS] ... [SEP] (a pair:
+  // [CLS] a [SEP] b [SEP], TokenBatch::second_start) and at most max_position_embeddings long. Each
+  // sequence attends only to its own tokens, so results do not depend on how texts are batched (up
+  // to float rounding). Returns row-major float32 [batch.size() x dim()], pooled and normalised as
+  // engine/pooling.h says. Throws std::invalid_argument for an empty or too long sequence or an id
   // outside [0, vocab_size). Safe to call concurrently from several threads.
   std::vector<float> Embed(const TokenBatch& batch) const;
   // The same for sequences given one by one (tests, tools).
@@ -103,7 +103,12 @@ class BertModel {
     return Embed(TokenBatch::Of(ids));
   }
 
-  int64_t dim() const;  // hidden_size
+  // hidden_size; a classifier's: its number of labels (Embed gives its logits).
+  int64_t dim() const;
+  // A BertForSequenceClassification checkpoint's labels, in id order (BertConfig::labels):
+  // Embed then runs [CLS] through its pooler and classifier and returns the logits, and
+  // pooling and normalize do not apply. Empty for an encoder.
+  const std::vector<std::string>& labels() const;
   // Bytes held by the weights (as stored for compute, on the device).
   uint64_t memory_bytes() const;
   // Longest input to feed: sentence_bert_config.json max_seq_length if present

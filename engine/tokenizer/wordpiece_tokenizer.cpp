@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <unordered_map>
 #include <utility>
 
@@ -50,6 +51,7 @@ struct WordPieceTokenizer::Impl {
   explicit Impl(WordPieceSpec spec);
 
   class Sink;  // Per-call output and scratch buffers (Impl itself is immutable).
+  void EncodeText(std::string_view text, Sink& sink) const;
   void EncodeFragment(std::string_view fragment, Sink& sink) const;
   void EncodeWord(std::string_view word, bool ascii, Sink& sink) const;
   void EncodeWordPiece(std::string_view token, Sink& sink) const;
@@ -81,7 +83,7 @@ class WordPieceTokenizer::Impl::Sink {
 
   void Push(int32_t id) {
     if (full_) return;
-    if (ids.size() - 1 >= budget_) {  // ids[0] is [CLS].
+    if (pushed_ >= budget_) {
       if (!truncate_) {
         throw TokenizerError(TokenizerErrorCode::kTooLong,
                              "text needs more than max_length=" + std::to_string(max_length_) +
@@ -92,7 +94,9 @@ class WordPieceTokenizer::Impl::Sink {
       return;
     }
     ids.push_back(id);
+    ++pushed_;
   }
+  size_t pushed() const { return pushed_; }  // word pieces pushed (ids beyond any [CLS])
 
   std::vector<int32_t> ids;
   bool truncated = false;
@@ -106,6 +110,7 @@ class WordPieceTokenizer::Impl::Sink {
   size_t budget_;
   bool truncate_;
   size_t max_length_;
+  size_t pushed_ = 0;
   bool full_ = false;
 };
 
@@ -346,6 +351,30 @@ void WordPieceTokenizer::Impl::EncodeWordPiece(std::string_view token, Sink& sin
 
 WordPieceTokenizer::WordPieceTokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
+// The word pieces of `text` (special tokens written in it included; no [CLS] or [SEP]) into
+// `sink`, until it is full.
+void WordPieceTokenizer::Impl::EncodeText(std::string_view text, Sink& sink) const {
+  size_t fragment_start = 0;
+  if (!specials.empty()) {
+    for (size_t i = 0; i < text.size() && !sink.full();) {
+      size_t len = 0;
+      std::optional<int32_t> special;
+      if (special_first_byte[static_cast<unsigned char>(text[i])]) {
+        special = MatchSpecial(text, i, &len);
+      }
+      if (!special) {
+        ++i;
+        continue;
+      }
+      EncodeFragment(text.substr(fragment_start, i - fragment_start), sink);
+      sink.Push(*special);
+      i += len;
+      fragment_start = i;
+    }
+  }
+  if (!sink.full()) EncodeFragment(text.substr(fragment_start), sink);
+}
+
 Encoding WordPieceTokenizer::Encode(std::string_view text, bool truncate) const {
   const Impl& impl = *impl_;
   ValidateUtf8(text);
@@ -353,29 +382,55 @@ Encoding WordPieceTokenizer::Encode(std::string_view text, bool truncate) const 
   Impl::Sink sink(impl.options.max_length - 2, truncate, impl.options.max_length);
   sink.ids.reserve(std::min(impl.options.max_length, text.size() / 4 + 16));
   sink.ids.push_back(impl.cls_id);
-
-  size_t fragment_start = 0;
-  if (!impl.specials.empty()) {
-    for (size_t i = 0; i < text.size() && !sink.full();) {
-      size_t len = 0;
-      std::optional<int32_t> special;
-      if (impl.special_first_byte[static_cast<unsigned char>(text[i])]) {
-        special = impl.MatchSpecial(text, i, &len);
-      }
-      if (!special) {
-        ++i;
-        continue;
-      }
-      impl.EncodeFragment(text.substr(fragment_start, i - fragment_start), sink);
-      sink.Push(*special);
-      i += len;
-      fragment_start = i;
-    }
-  }
-  if (!sink.full()) impl.EncodeFragment(text.substr(fragment_start), sink);
-
+  impl.EncodeText(text, sink);
   sink.ids.push_back(impl.sep_id);
   return Encoding{std::move(sink.ids), sink.truncated};
+}
+
+PairEncoding WordPieceTokenizer::EncodePair(std::string_view first, std::string_view second,
+                                            bool truncate, size_t max_length) const {
+  const Impl& impl = *impl_;
+  ValidateUtf8(first);
+  ValidateUtf8(second);
+  max_length =
+      max_length == 0 ? impl.options.max_length : std::min(max_length, impl.options.max_length);
+  if (max_length < 3) BadConfig("max_length must be at least 3 for a pair ([CLS], 2 x [SEP])");
+  // Both texts whole: which one is longer decides the cut.
+  const size_t unlimited = std::numeric_limits<size_t>::max();
+  Impl::Sink a(unlimited, true, max_length);
+  Impl::Sink b(unlimited, true, max_length);
+  impl.EncodeText(first, a);
+  impl.EncodeText(second, b);
+  size_t n1 = a.pushed(), n2 = b.pushed();
+  const size_t budget = max_length - 3;
+  const bool over = n1 + n2 > budget;
+  if (over) {
+    if (!truncate) {
+      throw TokenizerError(TokenizerErrorCode::kTooLong,
+                           "the pair needs " + std::to_string(n1 + n2 + 3) + " tokens, more than " +
+                               "max_length=" + std::to_string(max_length) +
+                               ", and truncation is off");
+    }
+    // HF tokenizers' "longest_first": the shorter text keeps up to half the budget (the first
+    // text when both are as long), the longer one the rest.
+    if (n1 <= n2) {
+      n1 = std::min(n1, budget / 2);
+      n2 = budget - n1;
+    } else {
+      n2 = std::min(n2, budget / 2);
+      n1 = budget - n2;
+    }
+  }
+  PairEncoding out;
+  out.ids.reserve(n1 + n2 + 3);
+  out.ids.push_back(impl.cls_id);
+  out.ids.insert(out.ids.end(), a.ids.begin(), a.ids.begin() + static_cast<std::ptrdiff_t>(n1));
+  out.ids.push_back(impl.sep_id);
+  out.second_start = out.ids.size();
+  out.ids.insert(out.ids.end(), b.ids.begin(), b.ids.begin() + static_cast<std::ptrdiff_t>(n2));
+  out.ids.push_back(impl.sep_id);
+  out.truncated = over;
+  return out;
 }
 
 size_t WordPieceTokenizer::vocab_size() const { return impl_->tokens.size(); }

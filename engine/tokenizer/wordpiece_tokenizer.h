@@ -93,6 +93,14 @@ struct Encoding {
   bool truncated = false;    // Word pieces were dropped to fit max_length.
 };
 
+// A pair of texts as BERT takes it (a cross-encoder's query and passage):
+// [CLS] first [SEP] second [SEP], the second segment from `second_start` on (token type 1).
+struct PairEncoding {
+  std::vector<int32_t> ids;
+  size_t second_start = 0;  // index of the second text's first piece
+  bool truncated = false;   // word pieces were dropped to fit
+};
+
 struct WordPieceSpec;
 
 class WordPieceTokenizer {
@@ -123,6 +131,14 @@ class WordPieceTokenizer {
   // keeps the first max_length-2 pieces when `truncate`, else throws kTooLong.
   // Throws kBadUtf8 for malformed UTF-8 (even when the bad bytes lie past the cut).
   Encoding Encode(std::string_view text, bool truncate) const;
+
+  // Tokenizes a pair into [CLS] first [SEP] second [SEP], at most max_length ids (0: the
+  // options' max_length; never above it). Over it, with `truncate`, pieces are cut as HF
+  // tokenizers' "longest_first" cuts them: the shorter text keeps up to half of what is left
+  // after the 3 special tokens (the first text when both are as long), the longer one the rest;
+  // without, throws kTooLong. Throws kBadUtf8 for malformed UTF-8 in either text.
+  PairEncoding EncodePair(std::string_view first, std::string_view second, bool truncate,
+                          size_t max_length = 0) const;
 
   size_t vocab_size() const;  // Number of ids (= lines of vocab.txt).
   int32_t pad_id() const;

@@ -45,6 +45,8 @@ class Embeddings:
             raise InternalError("reply has %d token counts for %d texts"
                                 % (len(self.tokens), reply.get("count", 0)))
         self.total_tokens = sum(self.tokens)
+        # A score's: what each of a row's dim scores is (a classifier's labels).
+        self.labels = list(reply.get("labels") or [])
         self._rows = protocol.vectors(reply)
 
     def __len__(self):
@@ -266,16 +268,41 @@ class Client:
                   resend. Embedding is idempotent, so that is safe.
         Raises EmberError (a subclass per code) on any failure.
         """
+        return self._request(model, _texts(texts), timeout, attempts, version=version,
+                             truncate=truncate, dimensions=dimensions, prompt_name=prompt_name)
+
+    def score(self, model, texts, pairs=None, version=0, truncate=True, raw_scores=False,
+              timeout=None, attempts=None):
+        """Scores ``texts`` with ``model``, a cross-encoder or classifier: each text alone, or
+        paired with ``pairs[i]`` ([CLS] text [SEP] pair [SEP]). One row per text, one score per
+        label (``.labels``): the sigmoid of a one-label model's logit, the softmax of several;
+        raw_scores=True: the logits. Raises BadRequestError for a model that embeds.
+        """
         texts = _texts(texts)
+        if pairs is not None:
+            pairs = _texts(pairs)
+            if len(pairs) != len(texts):
+                raise ValueError("pairs must have one text per text")
+        return self._request(model, texts, timeout, attempts, version=version, truncate=truncate,
+                             pairs=pairs, raw_scores=raw_scores)
+
+    def _request(self, model, texts, timeout, attempts, **fields):
+        """One REQUEST of ``texts`` with protocol.embed_request's ``fields``, and its answer."""
         if not isinstance(model, str):
             raise TypeError("model must be a str")
         timeout = self.timeout if timeout is None else timeout
         attempts = self.attempts if attempts is None else attempts
         timeout_ms = max(1, int(round(timeout * 1000)))
-        body = protocol.embed_request(model, texts, version=version, timeout_ms=timeout_ms,
-                                      truncate=truncate, dimensions=dimensions,
-                                      prompt_name=prompt_name)
+        body = protocol.embed_request(model, texts, timeout_ms=timeout_ms, **fields)
         return _embeddings(self._call(protocol.REQUEST, body, timeout, attempts), len(texts))
+
+    def rerank(self, model, query, texts, top_n=0, **kwargs):
+        """Scores each of ``texts`` against ``query`` with a cross-encoder ``model`` and returns
+        [(index, score), ...] best first (at most top_n; 0: all). kwargs as score's."""
+        texts = _texts(texts)
+        scores = self.score(model, [query] * len(texts), texts, **kwargs)
+        ranked = sorted(((i, row[0]) for i, row in enumerate(scores)), key=lambda x: -x[1])
+        return ranked[:top_n] if top_n else ranked
 
     def embed_many(self, model, requests, window=64, version=0, truncate=True, timeout=None,
                    attempts=None, dimensions=0, prompt_name=""):

@@ -67,13 +67,20 @@ def unpack(body):
 
 
 def embed_request(model, inputs, version=0, timeout_ms=0, truncate=True, dimensions=0,
-                  prompt_name=""):
+                  prompt_name="", pairs=None, raw_scores=None):
+    """An EmbedRequest; with raw_scores not None, a score (task "score") of the inputs, each
+    paired with pairs[i] when pairs is given."""
     body = {"model": model, "version": version, "inputs": list(inputs),
             "timeout_ms": timeout_ms, "truncate": truncate}
     if dimensions:
         body["dimensions"] = dimensions
     if prompt_name:
         body["prompt_name"] = prompt_name
+    if raw_scores is not None:
+        body["task"] = "score"
+        body["raw_scores"] = bool(raw_scores)
+        if pairs is not None:
+            body["text_pairs"] = list(pairs)
     return pack(body)
 
 

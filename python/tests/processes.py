@@ -2,8 +2,10 @@
 
 import ctypes
 import os
+import re
 import signal
 import subprocess
+import time
 
 
 def _die_with_parent():
@@ -16,6 +18,22 @@ def start(argv, log_path):
     with open(log_path, "ab") as log:
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 preexec_fn=_die_with_parent)
+
+
+def start_gateway(argv, log_path, timeout=60):
+    """Starts ember-gateway (argv without --listen) on a port of its own choosing and returns
+    (process, port): the port is read from its log, so no other test can take it in between."""
+    process = start(argv + ["--listen", "127.0.0.1:0"], log_path)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(log_path, encoding="utf-8", errors="replace") as log:
+            found = re.search(r"listening on http://127\.0\.0\.1:(\d+)", log.read())
+        if found:
+            return process, int(found.group(1))
+        if process.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise RuntimeError("ember-gateway did not start; see " + log_path)
 
 
 def require(*paths):

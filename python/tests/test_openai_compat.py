@@ -16,7 +16,6 @@ EMBER_ROUTER_BIN, EMBER_WORKER_BIN, EMBER_GATEWAY_BIN and EMBER_MINILM_REAL_DIR.
 import json
 import os
 import shutil
-import socket
 import tempfile
 import time
 import unittest
@@ -28,7 +27,7 @@ import openai
 import tokenizers
 from sentence_transformers import SentenceTransformer
 
-from processes import require, start, stop
+from processes import require, start, start_gateway, stop
 
 ROUTER = os.environ.get("EMBER_ROUTER_BIN", "")
 WORKER = os.environ.get("EMBER_WORKER_BIN", "")
@@ -46,12 +45,6 @@ TEXTS = [
 PROMPTS = {"query": "query: ", "passage": "passage: "}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class OpenAiCompatTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -59,8 +52,6 @@ class OpenAiCompatTest(unittest.TestCase):
         cls.dir = tempfile.mkdtemp(prefix="ember-openai-")
         frontend = "ipc://" + os.path.join(cls.dir, "frontend")
         backend = "ipc://" + os.path.join(cls.dir, "backend")
-        cls.port = free_port()
-        cls.base = "http://127.0.0.1:%d" % cls.port
         repository = os.path.join(cls.dir, "repository")
         for name, config in (("minilm", ""), ("minilm-mrl", "matryoshka = true\n"),
                              ("minilm-prompts", "")):
@@ -80,9 +71,11 @@ class OpenAiCompatTest(unittest.TestCase):
                    "--cache-bytes", str(16 << 20)], os.path.join(cls.dir, "router.log")),
             start([WORKER, "--router", backend, "--id", "w1", "--threads", "1",
                    "--repository", repository], os.path.join(cls.dir, "worker.log")),
-            start([GATEWAY, "--router", frontend, "--listen", "127.0.0.1:%d" % cls.port,
-                   "--default-model", "minilm"], os.path.join(cls.dir, "gateway.log")),
         ]
+        gateway, port = start_gateway([GATEWAY, "--router", frontend, "--default-model", "minilm"],
+                                      os.path.join(cls.dir, "gateway.log"))
+        cls.processes.append(gateway)
+        cls.base = "http://127.0.0.1:%d" % port
         cls.client = openai.OpenAI(base_url=cls.base + "/v1", api_key="unused", max_retries=0,
                                    timeout=30)
         deadline = time.monotonic() + 90  # the worker loads the model

@@ -86,9 +86,16 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
         std::copy_n(w.word_emb + static_cast<int64_t>(seq[t]) * h, h,
                     row + static_cast<int64_t>(t) * h);
       }
-      // + position (rows 0..len-1 of the table, contiguous) + token type 0, then LayerNorm.
-      AddLayerNorm(row, w.pos_emb, w.type_emb0, w.emb_ln_w, w.emb_ln_b,
-                   lens[static_cast<size_t>(i)], h, w.eps);
+      // + position (rows 0..len-1 of the table, contiguous) + token type (0; a pair's
+      // second segment 1), then LayerNorm.
+      const auto len = lens[static_cast<size_t>(i)];
+      const auto second = static_cast<int64_t>(batch.second_start(first + static_cast<size_t>(i)));
+      const int64_t ones = second == 0 ? 0 : len - second;
+      AddLayerNorm(row, w.pos_emb, w.type_emb0, w.emb_ln_w, w.emb_ln_b, len - ones, h, w.eps);
+      if (ones > 0) {
+        AddLayerNorm(row + second * h, w.pos_emb + second * h, w.type_emb1, w.emb_ln_w, w.emb_ln_b,
+                     ones, h, w.eps);
+      }
     }
   });
 

@@ -33,7 +33,8 @@ struct CpuEncoderWeights {
   float eps = 1e-12f;
   const float* word_emb = nullptr;   // [vocab, H]
   const float* pos_emb = nullptr;    // [max_pos, H]
-  const float* type_emb0 = nullptr;  // [H]: token type 0 (single-segment input)
+  const float* type_emb0 = nullptr;  // [H]: token type 0 (single texts, a pair's first)
+  const float* type_emb1 = nullptr;  // [H]: token type 1 (a pair's second); null: none
   const float* emb_ln_w = nullptr;   // [H]
   const float* emb_ln_b = nullptr;   // [H]
   struct Layer {
