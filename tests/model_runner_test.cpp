@@ -1,6 +1,7 @@
 // ModelRunner's pipeline with a fake backend that takes time: how many batches it keeps in
 // flight, that every request still gets exactly one reply in input order, and that a slow
-// tokenization holds up no other request.
+// tokenization holds up no other request; and a score request's path through it (pairs to the
+// batch, labels and the activation to the reply).
 #include "worker/model_runner.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include <zmq_addon.hpp>
 
 #include "common/protocol.h"
+#include "engine/scores.h"
 #include "tests/fakes/fake_backend.h"
 
 namespace ember::worker {
@@ -247,6 +249,87 @@ TEST_F(ModelRunnerTest, MoreTextsThanTheQueueHoldsAreRefusedUntokenized) {
   EXPECT_EQ(body.code, ErrorCode::kBadRequest);
   EXPECT_NE(body.message.find("holds at most 4 (max-queue)"), std::string::npos) << body.message;
   EXPECT_EQ(calls->load(), 0);
+}
+
+// A classifier without a model: labels "no" and "yes"; a pair's ids are its two texts' bytes;
+// each sequence's logits are [where its second segment starts, its length], so the test sees
+// what reached the batch.
+class FakeClassifier : public testing::FakeBackend {
+ public:
+  FakeClassifier() : FakeBackend(1, 2) {}
+  const std::vector<std::string>& labels() const override { return labels_; }
+  PairIds TokenizePair(std::string_view first, std::string_view second, bool) const override {
+    PairIds pair{std::vector<std::int32_t>(first.begin(), first.end()), first.size()};
+    pair.ids.insert(pair.ids.end(), second.begin(), second.end());
+    return pair;
+  }
+  std::vector<float> Embed(const engine::TokenBatch& batch) override {
+    std::vector<float> out;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      out.push_back(static_cast<float>(batch.second_start(i)));
+      out.push_back(static_cast<float>(batch.length(i)));
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<std::string> labels_ = {"no", "yes"};
+};
+
+// Issue 26: a score request's pairs reach the batch with their second segments; the reply names
+// the labels and holds the logits (raw_scores) or their softmax; asking a classifier for
+// embeddings, or an embedding model for scores, is BAD_REQUEST.
+TEST_F(ModelRunnerTest, ScoresComeWithLabelsFromPairsAndTheirActivation) {
+  zmq::socket_t results(context_, zmq::socket_type::pull);
+  results.bind(kEndpoint);
+  results.set(zmq::sockopt::rcvtimeo, 3'000);
+  RunnerOptions options;
+  options.batcher.max_queue_delay = 0us;
+  ModelRunner classifier("w", {.name = "c", .version = 1, .dim = 2},
+                         std::make_unique<FakeClassifier>(), context_, kEndpoint, options);
+  ModelRunner embedder("w", {.name = "e", .version = 1, .dim = 4},
+                       std::make_unique<testing::FakeBackend>(), context_, kEndpoint, options);
+  const auto answer = [&](ModelRunner& runner, protocol::EmbedRequest request) {
+    Job job;
+    job.request_id = 1;
+    job.request = std::move(request);
+    runner.Submit(std::move(job));
+    std::vector<zmq::message_t> frames;
+    EXPECT_TRUE(zmq::recv_multipart(results, std::back_inserter(frames)));
+    std::string error;
+    auto decoded = protocol::Decode(frames, &error);
+    EXPECT_TRUE(decoded) << error;
+    return decoded ? std::move(*decoded) : protocol::Message{};
+  };
+  protocol::EmbedRequest score{.model = "c", .inputs = {"ab", "q"}};
+  score.task = protocol::Task::kScore;
+  score.text_pairs = {"cde", "passage"};
+  score.raw_scores = true;
+  std::string error;
+  protocol::EmbedReply reply;
+  ASSERT_TRUE(protocol::Decode(answer(classifier, score).body(), &reply, &error)) << error;
+  EXPECT_EQ(reply.labels, (std::vector<std::string>{"no", "yes"}));
+  EXPECT_EQ(reply.data, (std::vector<float>{2, 5, 1, 8}));
+  EXPECT_EQ(reply.tokens, (std::vector<std::uint32_t>{5, 8}));
+
+  score.raw_scores = false;
+  ASSERT_TRUE(protocol::Decode(answer(classifier, score).body(), &reply, &error)) << error;
+  std::vector<float> want = {2, 5, 1, 8};
+  engine::ActivateScores(std::span(want).first(2));
+  engine::ActivateScores(std::span(want).last(2));
+  EXPECT_EQ(reply.data, want);
+
+  for (auto& [runner, task] :
+       {std::pair<ModelRunner*, protocol::Task>{&classifier, protocol::Task::kEmbed},
+        {&embedder, protocol::Task::kScore}}) {
+    protocol::EmbedRequest wrong{.model = "x", .inputs = {"a"}};
+    wrong.task = task;
+    const protocol::Message message = answer(*runner, wrong);
+    EXPECT_EQ(message.command, protocol::Command::kError);
+    protocol::ErrorBody body;
+    ASSERT_TRUE(protocol::Decode(message.body(), &body, &error)) << error;
+    EXPECT_EQ(body.code, ErrorCode::kBadRequest) << body.message;
+  }
 }
 
 }  // namespace
