@@ -27,6 +27,7 @@ constexpr char kWakeEndpoint[] = "inproc://ember-async-client-wake";
 struct Request {
   std::string body;  // the encoded EmbedRequest, resent as is
   std::size_t texts = 0;
+  protocol::Task task = protocol::Task::kEmbed;  // what the reply must answer
   std::chrono::milliseconds timeout{};
   int attempts = 1;  // in all
   std::promise<Embeddings> promise;
@@ -117,7 +118,16 @@ std::size_t AsyncClient::in_flight() const { return impl_->in_flight.load(); }
 std::future<Embeddings> AsyncClient::Embed(std::string_view model, std::vector<std::string> texts,
                                            const EmbedOptions& options) {
   const std::size_t count = texts.size();  // before the texts move into the body
-  return Queue(embed_call::EncodeRequest(model, std::move(texts), options), count, options);
+  return Queue(embed_call::EncodeRequest(model, std::move(texts), options), count, options,
+               protocol::Task::kEmbed);
+}
+
+std::future<Embeddings> AsyncClient::Tokenize(std::string_view model,
+                                              std::vector<std::string> texts,
+                                              const EmbedOptions& options) {
+  const std::size_t count = texts.size();
+  return Queue(embed_call::EncodeTokenizeRequest(model, std::move(texts), options), count, options,
+               protocol::Task::kTokenize);
 }
 
 std::future<Embeddings> AsyncClient::Score(std::string_view model, std::vector<std::string> texts,
@@ -125,13 +135,14 @@ std::future<Embeddings> AsyncClient::Score(std::string_view model, std::vector<s
                                            const EmbedOptions& options) {
   const std::size_t count = texts.size();
   return Queue(embed_call::EncodeScoreRequest(model, std::move(texts), std::move(pairs), options),
-               count, options);
+               count, options, protocol::Task::kScore);
 }
 
 std::future<Embeddings> AsyncClient::Queue(std::string body, std::size_t texts,
-                                           const EmbedOptions& options) {
+                                           const EmbedOptions& options, protocol::Task task) {
   Request r;
   r.texts = texts;
+  r.task = task;
   r.timeout = options.timeout;
   r.attempts = options.attempts > 0 ? options.attempts : impl_->router_count;
   r.body = std::move(body);
@@ -252,8 +263,8 @@ void AsyncClient::Impl::Receive(Clock::time_point now) {
     }
     const int attempt = r.attempt;
     try {
-      Embeddings e =
-          embed_call::EmbeddingsOf(message.body(), r.texts, attempt, routers.endpoint(router));
+      Embeddings e = embed_call::EmbeddingsOf(message.body(), r.texts, attempt,
+                                              routers.endpoint(router), r.task);
       Finish(it).set_value(std::move(e));
     } catch (const Error& e) {
       Fail(it, e);

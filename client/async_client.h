@@ -51,6 +51,9 @@ class AsyncClient {
   // vectors or throws ember::Error (typed code) exactly as Client::Embed would.
   std::future<Embeddings> Embed(std::string_view model, std::vector<std::string> texts,
                                 const EmbedOptions& options = {});
+  // Queues a tokenization of `texts` with `model`, as Client::Tokenize.
+  std::future<Embeddings> Tokenize(std::string_view model, std::vector<std::string> texts,
+                                   const EmbedOptions& options = {});
   // Queues a score of `texts` (each paired with pairs[i] when `pairs` is not empty) with a
   // cross-encoder or classifier `model`, as Client::Score.
   std::future<Embeddings> Score(std::string_view model, std::vector<std::string> texts,
@@ -61,8 +64,9 @@ class AsyncClient {
 
  private:
   struct Impl;
-  // Queues an encoded request of `texts` texts.
-  std::future<Embeddings> Queue(std::string body, std::size_t texts, const EmbedOptions& options);
+  // Queues an encoded request of `texts` texts for `task`.
+  std::future<Embeddings> Queue(std::string body, std::size_t texts, const EmbedOptions& options,
+                                protocol::Task task);
 
   std::unique_ptr<Impl> impl_;
 };

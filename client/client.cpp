@@ -151,6 +151,17 @@ Embeddings Client::Embed(std::string_view model, const std::vector<std::string>&
   return embed_call::EmbeddingsOf(body, texts.size(), attempts, routers_.endpoint(connected_));
 }
 
+Embeddings Client::Tokenize(std::string_view model, const std::vector<std::string>& texts,
+                            const EmbedOptions& options) {
+  int attempts = 0;
+  const std::string body =
+      Call(static_cast<std::uint8_t>(Command::kRequest),
+           embed_call::EncodeTokenizeRequest(model, texts, options), options.timeout,
+           AttemptsFor(options.attempts), Resend::kIfUnanswered, &attempts);
+  return embed_call::EmbeddingsOf(body, texts.size(), attempts, routers_.endpoint(connected_),
+                                  protocol::Task::kTokenize);
+}
+
 Embeddings Client::Score(std::string_view model, const std::vector<std::string>& texts,
                          const std::vector<std::string>& pairs, const EmbedOptions& options) {
   int attempts = 0;
@@ -158,7 +169,8 @@ Embeddings Client::Score(std::string_view model, const std::vector<std::string>&
       Call(static_cast<std::uint8_t>(Command::kRequest),
            embed_call::EncodeScoreRequest(model, texts, pairs, options), options.timeout,
            AttemptsFor(options.attempts), Resend::kIfUnanswered, &attempts);
-  return embed_call::EmbeddingsOf(body, texts.size(), attempts, routers_.endpoint(connected_));
+  return embed_call::EmbeddingsOf(body, texts.size(), attempts, routers_.endpoint(connected_),
+                                  protocol::Task::kScore);
 }
 
 protocol::StatusReply Client::Status(std::chrono::milliseconds timeout) {

@@ -97,6 +97,12 @@ class Embeddings {
   }
   // Score: what each of a row's dim() scores is (a classifier's labels; a cross-encoder has one).
   const std::vector<std::string>& labels() const { return reply_.labels; }
+  // Tokenize (no vectors: dim() is 0): every text's tokens one after another, tokens()[i] of
+  // text i; per token its id, its vocabulary string, and the bytes [start, stop) of its text it
+  // came from (two entries per token; {0, 0} for the [CLS] and [SEP] the model adds).
+  const std::vector<std::uint32_t>& token_ids() const { return reply_.token_ids; }
+  const std::vector<std::string>& token_pieces() const { return reply_.token_pieces; }
+  const std::vector<std::uint32_t>& token_spans() const { return reply_.token_spans; }
   // Attempts the call took (EmbedOptions::attempts): more than 1 when an earlier attempt got
   // no answer (or UNAVAILABLE) and was resent.
   int attempts() const { return attempts_; }
@@ -141,6 +147,11 @@ class Client {
   // model that embeds).
   Embeddings Score(std::string_view model, const std::vector<std::string>& texts,
                    const std::vector<std::string>& pairs = {}, const EmbedOptions& options = {});
+
+  // Tokenizes `texts` with `model`'s tokenizer (TEI's /tokenize): no vectors, the tokens and
+  // where each came from (Embeddings::token_ids and the rest). Prompts do not apply.
+  Embeddings Tokenize(std::string_view model, const std::vector<std::string>& texts,
+                      const EmbedOptions& options = {});
 
   // The router's view of the cluster (CONTROL "status"; every model version
   // on every worker, with its state and memory, is in workers[].models).

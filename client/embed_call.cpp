@@ -26,6 +26,13 @@ std::string EncodeRequest(std::string_view model, std::vector<std::string> texts
   return protocol::Encode(RequestOf(model, std::move(texts), options));
 }
 
+std::string EncodeTokenizeRequest(std::string_view model, std::vector<std::string> texts,
+                                  const EmbedOptions& options) {
+  protocol::EmbedRequest request = RequestOf(model, std::move(texts), options);
+  request.task = protocol::Task::kTokenize;
+  return protocol::Encode(request);
+}
+
 std::string EncodeScoreRequest(std::string_view model, std::vector<std::string> texts,
                                std::vector<std::string> pairs, const EmbedOptions& options) {
   protocol::EmbedRequest request = RequestOf(model, std::move(texts), options);
@@ -44,8 +51,8 @@ Error ErrorOf(std::string_view body) {
   return Error(e.code, e.message);
 }
 
-Embeddings EmbeddingsOf(std::string_view body, std::size_t texts, int attempts,
-                        std::string router) {
+Embeddings EmbeddingsOf(std::string_view body, std::size_t texts, int attempts, std::string router,
+                        protocol::Task task) {
   protocol::EmbedReply reply;
   std::string error;
   if (!protocol::Decode(body, &reply, &error)) {
@@ -54,6 +61,17 @@ Embeddings EmbeddingsOf(std::string_view body, std::size_t texts, int attempts,
   if (reply.count != texts) {
     throw Error(ErrorCode::kInternal, "reply has " + std::to_string(reply.count) + " vectors for " +
                                           std::to_string(texts) + " texts");
+  }
+  // The decoder checked that tokens, when present, add up; here that the task's part is there.
+  const bool answered = task == protocol::Task::kScore ? !reply.labels.empty()
+                        : task == protocol::Task::kTokenize
+                            ? !reply.tokens.empty() && reply.dim == 0
+                            : reply.labels.empty();
+  if (!answered) {
+    throw Error(ErrorCode::kInternal,
+                "worker '" + reply.worker + "' answered task '" +
+                    std::string(protocol::TaskName(task)) +
+                    "' with something else (an ember-worker older than the task?)");
   }
   return Embeddings(std::move(reply), attempts, std::move(router));
 }

@@ -11,6 +11,7 @@
 
 #include "client/client.h"
 #include "common/error_code.h"
+#include "common/messages.h"
 
 namespace ember::embed_call {
 
@@ -18,6 +19,9 @@ namespace ember::embed_call {
 // router's deadline for it).
 std::string EncodeRequest(std::string_view model, std::vector<std::string> texts,
                           const EmbedOptions& options);
+// The same for a tokenization (Client::Tokenize).
+std::string EncodeTokenizeRequest(std::string_view model, std::vector<std::string> texts,
+                                  const EmbedOptions& options);
 // The same for a score (Client::Score): `pairs` empty, or one per text.
 std::string EncodeScoreRequest(std::string_view model, std::vector<std::string> texts,
                                std::vector<std::string> pairs, const EmbedOptions& options);
@@ -25,9 +29,12 @@ std::string EncodeScoreRequest(std::string_view model, std::vector<std::string> 
 // An ERROR reply's body as the Error it names; INTERNAL if it cannot be read.
 Error ErrorOf(std::string_view body);
 
-// A REPLY body to a request of `texts` texts, as the caller gets it. Throws Error (INTERNAL)
-// if it cannot be read or holds another number of vectors.
-Embeddings EmbeddingsOf(std::string_view body, std::size_t texts, int attempts, std::string router);
+// A REPLY body to a request of `texts` texts for `task`, as the caller gets it. Throws Error
+// (INTERNAL) if it cannot be read, holds another number of vectors, or is not the task's (a
+// worker from before scores or tokenize embeds the texts: the reply then has no labels or
+// tokens).
+Embeddings EmbeddingsOf(std::string_view body, std::size_t texts, int attempts, std::string router,
+                        protocol::Task task = protocol::Task::kEmbed);
 
 }  // namespace ember::embed_call
 

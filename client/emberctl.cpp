@@ -1,4 +1,4 @@
-// emberctl: the ember command line (embed, similarity, rerank, models, keys, status).
+// emberctl: the ember command line (embed, similarity, rerank, tokenize, models, keys, status).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include "client/models_command.h"
 #include "client/rerank_command.h"
 #include "client/similarity_command.h"
+#include "client/tokenize_command.h"
 
 namespace {
 
@@ -165,6 +166,7 @@ int main(int argc, char** argv) {
 
   ember::ctl::AddSimilarityCommand(app, flags.routers, flags.timeout_ms);
   ember::ctl::AddRerankCommand(app, flags.routers, flags.timeout_ms);
+  ember::ctl::AddTokenizeCommand(app, flags.routers, flags.timeout_ms);
   ember::ctl::AddModelsCommand(app, flags.routers, flags.timeout_ms);
   ember::ctl::AddKeysCommand(app);
 

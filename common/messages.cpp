@@ -246,16 +246,27 @@ bool ReadTask(const msgpack::object& map, Task* out, std::string* error) {
 
 }  // namespace
 
-std::string_view TaskName(Task task) { return task == Task::kScore ? "score" : "embed"; }
+std::string_view TaskName(Task task) {
+  switch (task) {
+    case Task::kScore:
+      return "score";
+    case Task::kTokenize:
+      return "tokenize";
+    case Task::kEmbed:
+      break;
+  }
+  return "embed";
+}
 
 std::optional<Task> ParseTask(std::string_view name) {
   if (name == "embed") return Task::kEmbed;
   if (name == "score") return Task::kScore;
+  if (name == "tokenize") return Task::kTokenize;
   return std::nullopt;
 }
 
 std::string TaskError(std::string_view name) {
-  return "field 'task' is '" + std::string(name) + "'; expected 'embed' or 'score'";
+  return "field 'task' is '" + std::string(name) + "'; expected 'embed', 'score' or 'tokenize'";
 }
 
 bool CheckPairs(Task task, std::size_t inputs, bool has_pairs, std::size_t pairs,
@@ -316,7 +327,9 @@ bool Decode(std::string_view bytes, EmbedRequest* out, std::string* error) {
 std::string Encode(const EmbedReply& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(7u + (body.tokens.empty() ? 0u : 1u) + (body.labels.empty() ? 0u : 1u));
+  const bool tokenized = !body.token_ids.empty();
+  pk.pack_map(7u + (body.tokens.empty() ? 0u : 1u) + (body.labels.empty() ? 0u : 1u) +
+              (tokenized ? 3u : 0u));
   PackField(pk, "model", body.model);
   PackField(pk, "version", body.version);
   PackField(pk, "worker", body.worker);
@@ -325,6 +338,11 @@ std::string Encode(const EmbedReply& body) {
   PackField(pk, "batch_size", body.batch_size);
   if (!body.tokens.empty()) PackField(pk, "tokens", body.tokens);
   if (!body.labels.empty()) PackField(pk, "labels", body.labels);
+  if (tokenized) {
+    PackField(pk, "token_ids", body.token_ids);
+    PackField(pk, "token_pieces", body.token_pieces);
+    PackField(pk, "token_spans", body.token_spans);
+  }
   // The vectors go as one bin of raw little-endian float32: packing them as a
   // msgpack float array costs ~100x more CPU on both ends.
   const auto bytes = static_cast<std::uint32_t>(body.data.size() * sizeof(float));
@@ -346,8 +364,24 @@ bool Decode(std::string_view bytes, EmbedReply* out, std::string* error) {
       !Read(map, "count", &out->count, Need::kRequired, error) ||
       !Read(map, "batch_size", &out->batch_size, Need::kOptional, error) ||
       !Read(map, "tokens", &out->tokens, Need::kOptional, error) ||
-      !Read(map, "labels", &out->labels, Need::kOptional, error)) {
+      !Read(map, "labels", &out->labels, Need::kOptional, error) ||
+      !Read(map, "token_ids", &out->token_ids, Need::kOptional, error) ||
+      !Read(map, "token_pieces", &out->token_pieces, Need::kOptional, error) ||
+      !Read(map, "token_spans", &out->token_spans, Need::kOptional, error)) {
     return false;
+  }
+  if (!out->token_ids.empty() || !out->token_pieces.empty() || !out->token_spans.empty()) {
+    std::uint64_t total = 0;
+    for (const std::uint32_t t : out->tokens) total += t;
+    const std::size_t n = out->token_ids.size();
+    if (out->tokens.size() != out->count || total != n || out->token_pieces.size() != n ||
+        out->token_spans.size() != 2 * n) {
+      *error =
+          "fields 'token_ids', 'token_pieces' and 'token_spans' must hold every counted "
+          "token (" +
+          std::to_string(total) + "), once, twice for spans";
+      return false;
+    }
   }
   if (!out->labels.empty() && out->labels.size() != out->dim) {
     *error = "field 'labels' names " + std::to_string(out->labels.size()) + " scores of " +

@@ -18,11 +18,12 @@
 
 namespace ember::protocol {
 
-// What a REQUEST asks of its model. On the wire, "task": its name ("embed", "score");
-// absent: embed.
+// What a REQUEST asks of its model. On the wire, "task": its name ("embed", "score",
+// "tokenize"); absent: embed.
 enum class Task : std::uint8_t {
-  kEmbed,  // a vector per input
-  kScore,  // scores per input, from a model with labels (a cross-encoder or classifier)
+  kEmbed,     // a vector per input
+  kScore,     // scores per input, from a model with labels (a cross-encoder or classifier)
+  kTokenize,  // the tokens of each input, with where in it each came from (no vectors)
 };
 std::string_view TaskName(Task task);
 std::optional<Task> ParseTask(std::string_view name);
@@ -70,6 +71,12 @@ struct EmbedReply {
   std::vector<std::uint32_t> tokens;
   // A kScore reply: the model's labels, naming each vector's `dim` scores in order.
   std::vector<std::string> labels{};
+  // A kTokenize reply (dim 0, no data): every input's tokens one after another, `tokens[i]` of
+  // input i. Per token: its id, its vocabulary string, and the bytes [start, stop) of its input
+  // it came from (spans, two per token; {0, 0} for the [CLS] and [SEP] the model adds).
+  std::vector<std::uint32_t> token_ids{};
+  std::vector<std::string> token_pieces{};
+  std::vector<std::uint32_t> token_spans{};
 };
 
 // ERROR body.

@@ -77,6 +77,17 @@ class Backend {
   virtual PairIds TokenizePair(std::string_view first, std::string_view second,
                                bool truncate) const;
 
+  // One text's tokens as TEI's /tokenize shows them: Tokenize's ids, each one's vocabulary
+  // string, and the bytes [start, stop) of `text` it came from (spans: two per token; {0, 0} for
+  // the [CLS] and [SEP] the model adds). The default refuses (BAD_REQUEST): a backend whose
+  // tokenizer keeps no offsets. Throws ember::Error as Tokenize does.
+  struct TextTokens {
+    std::vector<std::int32_t> ids;
+    std::vector<std::string> pieces;
+    std::vector<std::uint32_t> spans;
+  };
+  virtual TextTokens TokenizeWithOffsets(std::string_view text, bool truncate) const;
+
   // Token ids of one text, ready for Embed. `truncate` false makes an
   // over-long text an error. Throws ember::Error (BAD_REQUEST, TOO_LONG).
   // Thread-safe, and may run while another thread is in Embed.
@@ -90,6 +101,10 @@ class Backend {
 
 inline Backend::PairIds Backend::TokenizePair(std::string_view, std::string_view, bool) const {
   throw Error(ErrorCode::kBadRequest, "this model embeds single texts; it takes no pairs");
+}
+
+inline Backend::TextTokens Backend::TokenizeWithOffsets(std::string_view, bool) const {
+  throw Error(ErrorCode::kBadRequest, "this model's tokenizer does not say where tokens come from");
 }
 
 }  // namespace ember::engine

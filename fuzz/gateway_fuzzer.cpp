@@ -2,7 +2,8 @@
 // gateway/tei_scoring.h) on arbitrary bodies: what any HTTP client can send.
 //
 //   byte 0   which parser: 0 OpenAI /v1/embeddings, 1 TEI /embed with a --default-model,
-//            2 TEI /embed without one, 3 TEI /rerank, 4 TEI /predict (its value modulo 5)
+//            2 TEI /embed without one, 3 TEI /rerank, 4 TEI /predict, 5 TEI /tokenize (its
+//            value modulo 6)
 //   rest     the body, any bytes
 //
 // Properties checked on every input, beyond "no crash, no sanitizer report":
@@ -18,6 +19,7 @@
 #include "gateway/openai_api.h"
 #include "gateway/tei_api.h"
 #include "gateway/tei_scoring.h"
+#include "gateway/tei_tokenize.h"
 
 namespace ember::fuzz {
 namespace {
@@ -41,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
       case 0:
         fuzz::CheckCall(gateway::ParseOpenAiRequest(body).call);
         break;
@@ -59,8 +61,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             "a rerank pairs the query with every text, top_n within them");
         break;
       }
-      default:
+      case 4:
         fuzz::CheckScore(gateway::ParsePredictRequest(body, "m").score);
+        break;
+      default:
+        fuzz::CheckCall(gateway::ParseTokenizeRequest(body, "m").call);
         break;
     }
   } catch (const gateway::HttpError& e) {

@@ -38,6 +38,11 @@ std::vector<std::string> GatewaySeeds() {
       R"({"inputs":["a",["b","c"]],"truncate":false})",
       R"({"inputs":[["a","b","c"]]})",
   };
+  const std::vector<std::string> tokenize = {
+      R"({"inputs":"Hello, world!"})",
+      R"({"inputs":["a","b"],"add_special_tokens":false,"truncate":false,"model":"m:1"})",
+      R"({"inputs":"a","prompt_name":"query"})",
+  };
   std::vector<std::string> seeds;
   for (const auto& body : openai) seeds.push_back('\x00' + body);
   for (const auto& body : tei) {
@@ -46,6 +51,7 @@ std::vector<std::string> GatewaySeeds() {
   }
   for (const auto& body : rerank) seeds.push_back('\x03' + body);
   for (const auto& body : predict) seeds.push_back('\x04' + body);
+  for (const auto& body : tokenize) seeds.push_back('\x05' + body);
   return seeds;
 }
 

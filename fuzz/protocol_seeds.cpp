@@ -46,6 +46,18 @@ std::vector<std::string> ProtocolSeeds() {
   scores.count = 1;
   scores.data = {0.25f, 0.75f};
   scores.labels = {"negative", "positive"};
+  // A tokenization and its reply.
+  protocol::EmbedRequest tokenize;
+  tokenize.model = "minilm";
+  tokenize.inputs = {"Hi"};
+  tokenize.task = protocol::Task::kTokenize;
+  protocol::EmbedReply tokens;
+  tokens.model = "minilm";
+  tokens.count = 1;
+  tokens.tokens = {3};
+  tokens.token_ids = {101, 7632, 102};
+  tokens.token_pieces = {"[CLS]", "hi", "[SEP]"};
+  tokens.token_spans = {0, 0, 0, 2, 0, 0};
   protocol::EmbedReply reply;
   reply.model = "tiny";
   reply.version = 1;
@@ -110,6 +122,8 @@ std::vector<std::string> ProtocolSeeds() {
       WithMode(Mode::kEmbedReply, protocol::Encode(reply)),
       WithMode(Mode::kEmbedRequest, protocol::Encode(score)),
       WithMode(Mode::kEmbedReply, protocol::Encode(scores)),
+      WithMode(Mode::kEmbedRequest, protocol::Encode(tokenize)),
+      WithMode(Mode::kEmbedReply, protocol::Encode(tokens)),
       WithMode(Mode::kErrorBody, protocol::Encode(error)),
       WithMode(Mode::kReadyBody, protocol::Encode(ready)),
       WithMode(Mode::kControlRequest, protocol::Encode(control)),

@@ -11,6 +11,7 @@
 //   * kBadUtf8 exactly when the text is not well-formed UTF-8 (checked by an
 //     independent validator here);
 //   * kTooLong only when truncate is off;
+//   * EncodeWithOffsets gives Encode's ids, with spans inside the text and in order;
 //   * a result is [CLS] ... [SEP] (a pair's: [CLS] ... [SEP] ... [SEP] with the second text
 //     from second_start), at most max_length ids, all in the vocabulary, and `truncated` only
 //     when it is exactly max_length long.
@@ -172,6 +173,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     CheckIds(tokenizer, e.ids);
     Check(!e.truncated || (truncate && e.ids.size() == max_length),
           "truncated only when cut to max_length");
+    // The same ids with offsets (/tokenize): spans inside the text, in order, from nowhere for
+    // [CLS] and [SEP].
+    const ember::engine::OffsetEncoding o = tokenizer.EncodeWithOffsets(text, truncate);
+    Check(o.ids == e.ids && o.spans.size() == o.ids.size(), "offsets come with Encode's ids");
+    Check(o.spans.front().stop == 0 && o.spans.back().stop == 0, "[CLS] and [SEP] from nowhere");
+    for (std::size_t i = 1; i + 1 < o.spans.size(); ++i) {
+      Check(o.spans[i].start < o.spans[i].stop && o.spans[i].stop <= text.size() &&
+                o.spans[i].start >= o.spans[i - 1].start,
+            "a token's span lies inside the text, after the one before");
+    }
   } catch (const TokenizerError& error) {
     CheckRefusal(error, valid, truncate, /*pair_too_short=*/false);
   }

@@ -49,6 +49,23 @@ void ParseModelOrDefault(const nlohmann::json& body, const std::string& default_
   }
 }
 
+std::vector<std::string> ParseTeiInputs(const nlohmann::json& body) {
+  const auto inputs = body.find("inputs");
+  if (inputs == body.end()) throw BadRequest("'inputs' is required");
+  std::vector<std::string> texts;
+  if (inputs->is_string()) {
+    texts.push_back(inputs->get<std::string>());
+  } else if (inputs->is_array() && !inputs->empty()) {
+    for (const nlohmann::json& item : *inputs) {
+      if (!item.is_string()) throw BadRequest("'inputs' must be a string or an array of strings");
+      texts.push_back(item.get<std::string>());
+    }
+  } else {
+    throw BadRequest("'inputs' must be a string or a non-empty array of strings");
+  }
+  return texts;
+}
+
 std::optional<bool> ParseFlag(const nlohmann::json& body, const char* name) {
   const auto value = body.find(name);
   if (value == body.end() || value->is_null()) return std::nullopt;

@@ -12,6 +12,7 @@
 #include "gateway/openai_api.h"
 #include "gateway/tei_api.h"
 #include "gateway/tei_scoring.h"
+#include "gateway/tei_tokenize.h"
 
 namespace ember::gateway {
 namespace {
@@ -105,6 +106,9 @@ Gateway::Gateway(GatewayOptions options)
   });
   server.Post("/predict", [this](const httplib::Request& request, httplib::Response& response) {
     TeiPredict(request, response);
+  });
+  server.Post("/tokenize", [this](const httplib::Request& request, httplib::Response& response) {
+    TeiTokenize(request, response);
   });
   server.Get("/health",
              [this](const httplib::Request&, httplib::Response& response) { Health(response); });
@@ -208,6 +212,21 @@ void Gateway::TeiPredict(const httplib::Request& request, httplib::Response& res
         response.set_content(FormatPredictResponse(parsed, scores), kJson);
         response.set_header("x-compute-tokens", std::to_string(scores.total_tokens()));
         return parsed.score.call.texts.size();
+      },
+      TeiErrorJson);
+}
+
+void Gateway::TeiTokenize(const httplib::Request& request, httplib::Response& response) {
+  Serve(
+      metrics_, "/tokenize", response,
+      [&] {
+        const TokenizeRequest parsed = ParseTokenizeRequest(request.body, options_.default_model);
+        const Embeddings tokens =
+            embedder_
+                .Tokenize(parsed.call.model, parsed.call.texts, OptionsOf(parsed.call, options_))
+                .get();
+        response.set_content(FormatTokenizeResponse(parsed, tokens), kJson);
+        return parsed.call.texts.size();
       },
       TeiErrorJson);
 }

@@ -64,6 +64,7 @@ class Gateway {
   void TeiEmbed(const httplib::Request& request, httplib::Response& response);
   void TeiRerank(const httplib::Request& request, httplib::Response& response);
   void TeiPredict(const httplib::Request& request, httplib::Response& response);
+  void TeiTokenize(const httplib::Request& request, httplib::Response& response);
   void Health(httplib::Response& response);
 
   GatewayOptions options_;

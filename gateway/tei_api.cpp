@@ -14,19 +14,7 @@ TeiRequest ParseTeiRequest(std::string_view body, const std::string& default_mod
   const json request = ParseJsonObject(body);
   TeiRequest out;
   ParseModelOrDefault(request, default_model, &out.call);
-
-  const auto inputs = request.find("inputs");
-  if (inputs == request.end()) throw BadRequest("'inputs' is required");
-  if (inputs->is_string()) {
-    out.call.texts.push_back(inputs->get<std::string>());
-  } else if (inputs->is_array() && !inputs->empty()) {
-    for (const json& item : *inputs) {
-      if (!item.is_string()) throw BadRequest("'inputs' must be a string or an array of strings");
-      out.call.texts.push_back(item.get<std::string>());
-    }
-  } else {
-    throw BadRequest("'inputs' must be a string or a non-empty array of strings");
-  }
+  out.call.texts = ParseTeiInputs(request);
 
   out.call.dimensions = ParseDimensions(request);
   out.call.prompt_name = ParsePromptName(request);

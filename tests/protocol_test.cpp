@@ -193,6 +193,34 @@ TEST(MessagesTest, ScoresOfPairsRoundTrip) {
   EXPECT_NE(error.find("'labels' names 1 scores of 2"), std::string::npos) << error;
 }
 
+// Issue 26: a kTokenize reply carries every input's tokens, their pieces and spans, and is
+// refused when they do not add up to the counted tokens.
+TEST(MessagesTest, TokenizeRepliesRoundTrip) {
+  EmbedRequest request{.model = "m", .inputs = {"Hi", "a b"}};
+  request.task = Task::kTokenize;
+  EmbedRequest decoded_request;
+  std::string error;
+  ASSERT_TRUE(Decode(Encode(request), &decoded_request, &error)) << error;
+  EXPECT_EQ(decoded_request.task, Task::kTokenize);
+
+  EmbedReply reply;
+  reply.model = "m";
+  reply.count = 2;
+  reply.tokens = {3, 4};
+  reply.token_ids = {101, 7632, 102, 101, 1037, 1038, 102};
+  reply.token_pieces = {"[CLS]", "hi", "[SEP]", "[CLS]", "a", "b", "[SEP]"};
+  reply.token_spans = {0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 2, 3, 0, 0};
+  EmbedReply out;
+  ASSERT_TRUE(Decode(Encode(reply), &out, &error)) << error;
+  EXPECT_EQ(out.dim, 0u);
+  EXPECT_EQ(out.token_ids, reply.token_ids);
+  EXPECT_EQ(out.token_pieces, reply.token_pieces);
+  EXPECT_EQ(out.token_spans, reply.token_spans);
+  reply.token_spans.pop_back();
+  EXPECT_FALSE(Decode(Encode(reply), &out, &error));
+  EXPECT_NE(error.find("must hold every counted token (7)"), std::string::npos) << error;
+}
+
 TEST(MessagesTest, EmbedReplyRejectsWrongDataSize) {
   EmbedReply in;
   in.model = "m";

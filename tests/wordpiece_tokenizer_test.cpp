@@ -152,6 +152,52 @@ TEST_F(TokenizerTest, MatchesPythonReference) {
   }
 }
 
+// EncodeWithOffsets (TEI's /tokenize; its offsets are held to HF tokenizers' by
+// python/tests/test_openai_compat.py): the same ids as Encode under every reference
+// configuration, and spans that lie inside the text, in order, each covering what its piece
+// came from.
+TEST_F(TokenizerTest, OffsetsComeWithEncodesIds) {
+  const Json& ref = Reference();
+  for (const auto& [name, config] : ref["configs"].items()) {
+    SCOPED_TRACE("config " + name);
+    const WordPieceTokenizer tok =
+        WordPieceTokenizer::FromVocabFile(VocabPath(), OptionsFromReference(config));
+    TokenizerOptions short_options = OptionsFromReference(config);
+    short_options.max_length = 16;
+    const WordPieceTokenizer short_tok =
+        WordPieceTokenizer::FromVocabFile(VocabPath(), short_options);
+    for (const Json& c : ref["cases"]) {
+      const std::string text = c["text"].get<std::string>();
+      for (const bool truncate : {true, false}) {
+        // Truncated: cut to 16 as a tokenizer of max_length 16 cuts.
+        const OffsetEncoding got = tok.EncodeWithOffsets(text, truncate, truncate ? 16 : 0);
+        ASSERT_EQ(got.ids,
+                  (truncate ? short_tok.Encode(text, true).ids : tok.Encode(text, false).ids))
+            << Escape(text);
+        ASSERT_EQ(got.spans.size(), got.ids.size());
+        EXPECT_EQ(got.spans.front().stop, 0u);  // [CLS] and [SEP]: from nowhere
+        EXPECT_EQ(got.spans.back().stop, 0u);
+        uint32_t last_start = 0;
+        for (size_t i = 1; i + 1 < got.spans.size(); ++i) {
+          const TokenSpan span = got.spans[i];
+          EXPECT_LT(span.start, span.stop) << Escape(text) << " token " << i;
+          EXPECT_LE(span.stop, text.size()) << Escape(text);
+          EXPECT_GE(span.start, last_start) << Escape(text) << " token " << i;
+          last_start = span.start;
+        }
+      }
+    }
+  }
+  // By hand: lowercased and accent-stripped characters whole, word pieces within a word, a
+  // special token as written.
+  const OffsetEncoding e = Uncased().EncodeWithOffsets("Café unaffable [SEP]", false);
+  std::vector<std::pair<uint32_t, uint32_t>> spans;
+  for (const TokenSpan& span : e.spans) spans.emplace_back(span.start, span.stop);
+  EXPECT_EQ(Pieces(Uncased(), e.ids), "[CLS] cafe una ##ffa ##ble [SEP] [SEP]");
+  EXPECT_EQ(spans, (std::vector<std::pair<uint32_t, uint32_t>>{
+                       {0, 0}, {0, 5}, {6, 9}, {9, 12}, {12, 15}, {16, 21}, {0, 0}}));
+}
+
 // Unicode's special casings. Expected strings are Python 3.11's str.lower() of each word;
 // HF (transformers and tokenizers alike) lowercases one character at a time, which differs only
 // in Final_Sigma (checked with the HF tokenizers library itself: BertNormalizer turns "ΣΑΣ"

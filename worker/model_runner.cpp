@@ -65,12 +65,12 @@ void ModelRunner::Submit(Job job) {
 
 void ModelRunner::Intake(Job& job) {
   Request request;
-  std::optional<Outcome> failure = Admit(job, &request);
+  std::optional<Outcome> answer = Admit(job, &request);  // a refusal, or a kTokenize's tokens
   std::vector<Outcome> done;
   std::lock_guard lock(mu_);
   const bool was_empty = batcher_.size() == 0;
-  if (failure) {
-    done.push_back(std::move(*failure));
+  if (answer) {
+    done.push_back(std::move(*answer));
   } else {
     Queue(job, std::move(request), &done);
   }
@@ -109,6 +109,7 @@ bool ModelRunner::Idle() {
 }
 
 std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* request) {
+  if (job.request.task == protocol::Task::kTokenize) return Tokenized(job);
   const auto& inputs = job.request.inputs;
   // More texts than the queue holds could never fit: a permanent refusal, not OVERLOADED
   // (which the router retries), and before any of them is tokenized. (The batcher's options
@@ -202,6 +203,30 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
   request->received = job.received;
   request->vectors.resize(inputs.size() * info_.dim);
   return std::nullopt;
+}
+
+ModelRunner::Outcome ModelRunner::Tokenized(const Job& job) const {
+  protocol::EmbedReply reply;
+  reply.model = info_.name;
+  reply.version = info_.version;
+  reply.worker = worker_id_;
+  reply.count = static_cast<std::uint32_t>(job.request.inputs.size());
+  for (std::size_t i = 0; i < job.request.inputs.size(); ++i) {
+    try {
+      engine::Backend::TextTokens t =
+          backend_->TokenizeWithOffsets(job.request.inputs[i], job.request.truncate);
+      reply.tokens.push_back(static_cast<std::uint32_t>(t.ids.size()));
+      reply.token_ids.insert(reply.token_ids.end(), t.ids.begin(), t.ids.end());
+      std::move(t.pieces.begin(), t.pieces.end(), std::back_inserter(reply.token_pieces));
+      reply.token_spans.insert(reply.token_spans.end(), t.spans.begin(), t.spans.end());
+    } catch (const Error& e) {
+      return Outcome{job.request_id, e.code(), "input " + std::to_string(i) + ": " + e.what(), {}};
+    } catch (const std::exception& e) {
+      return Outcome{
+          job.request_id, ErrorCode::kInternal, "input " + std::to_string(i) + ": " + e.what(), {}};
+    }
+  }
+  return Outcome{job.request_id, std::nullopt, {}, {}, protocol::Encode(reply)};
 }
 
 void ModelRunner::Fail(std::uint64_t request_id, ErrorCode code, const std::string& message,
@@ -390,6 +415,11 @@ void ModelRunner::LogBatch(const BatchTrace& t) const {
 
 void ModelRunner::Send(zmq::socket_t& results, std::vector<Outcome>& outcomes) {
   for (Outcome& o : outcomes) {
+    if (!o.reply.empty()) {
+      zmq::send_multipart(results,
+                          protocol::Encode(protocol::Command::kReply, o.request_id, o.reply));
+      continue;
+    }
     if (o.error) {
       zmq::send_multipart(
           results, protocol::Encode(protocol::Command::kError, o.request_id,

@@ -71,6 +71,25 @@ class BertBackend final : public Backend {
     }
   }
 
+  // Cut to the model's limit as Tokenize cuts.
+  TextTokens TokenizeWithOffsets(std::string_view text, bool truncate) const override {
+    try {
+      OffsetEncoding e = tokenizer_.EncodeWithOffsets(text, truncate, max_length_);
+      TextTokens out;
+      out.pieces.reserve(e.ids.size());
+      out.spans.reserve(2 * e.ids.size());
+      for (std::size_t i = 0; i < e.ids.size(); ++i) {
+        out.pieces.emplace_back(tokenizer_.IdToToken(e.ids[i]));
+        out.spans.push_back(e.spans[i].start);
+        out.spans.push_back(e.spans[i].stop);
+      }
+      out.ids = std::move(e.ids);
+      return out;
+    } catch (const TokenizerError& e) {
+      throw Error(TokenizerErrorCodeOf(e), e.what());
+    }
+  }
+
   std::vector<float> Embed(const TokenBatch& batch) override { return model_->Embed(batch); }
 
  private:

@@ -15,6 +15,13 @@
 namespace ember::engine {
 namespace {
 
+TokenSpan Span(size_t start, size_t stop) {
+  return TokenSpan{static_cast<uint32_t>(start), static_cast<uint32_t>(stop)};
+}
+
+// The span of text `n` bytes (n >= 1) with these sources cover: sources ascend.
+TokenSpan Cover(const TokenSpan* src, size_t n) { return TokenSpan{src[0].start, src[n - 1].stop}; }
+
 using namespace unicode;  // NOLINT: this file is the one user of the internal helpers
 
 // ---------------------------------------------------------------------------------------------
@@ -52,9 +59,11 @@ struct WordPieceTokenizer::Impl {
 
   class Sink;  // Per-call output and scratch buffers (Impl itself is immutable).
   void EncodeText(std::string_view text, Sink& sink) const;
-  void EncodeFragment(std::string_view fragment, Sink& sink) const;
+  // `base`: the fragment's byte offset in the text (for the sink's spans).
+  void EncodeFragment(std::string_view fragment, size_t base, Sink& sink) const;
   void EncodeWord(std::string_view word, bool ascii, Sink& sink) const;
-  void EncodeWordPiece(std::string_view token, Sink& sink) const;
+  // `src`: where each byte of `token` came from in the text (null when the sink keeps no spans).
+  void EncodeWordPiece(std::string_view token, const TokenSpan* src, Sink& sink) const;
   std::optional<int32_t> MatchSpecial(std::string_view text, size_t pos, size_t* len) const;
 
   TokenizerOptions options;
@@ -94,12 +103,21 @@ class WordPieceTokenizer::Impl::Sink {
       return;
     }
     ids.push_back(id);
+    if (spans != nullptr) spans->push_back(at);
     ++pushed_;
   }
   size_t pushed() const { return pushed_; }  // word pieces pushed (ids beyond any [CLS])
 
   std::vector<int32_t> ids;
   bool truncated = false;
+  // EncodeWithOffsets: each pushed id's span of the text, `at` when it was pushed.
+  std::vector<TokenSpan>* spans = nullptr;
+  TokenSpan at{};
+  // With spans: where each byte of the word being built, and of its normalized form, came from.
+  std::vector<TokenSpan> word_src, norm_src;
+  std::vector<std::pair<uint32_t, uint32_t>> piece_bytes;  // a token's pieces, in its bytes
+  std::string joined, one;
+  std::vector<std::int32_t> one_cps;
   // Scratch buffers, reused across words.
   std::string word, raw, normalized;
   std::vector<std::int32_t> cps;
@@ -181,9 +199,13 @@ std::optional<int32_t> WordPieceTokenizer::Impl::MatchSpecial(std::string_view t
 
 // BasicTokenizer on one fragment of text without special tokens: clean, split CJK, lowercase,
 // split on whitespace; every word then goes to EncodeWord().
-void WordPieceTokenizer::Impl::EncodeFragment(std::string_view text, Sink& sink) const {
+void WordPieceTokenizer::Impl::EncodeFragment(std::string_view text, size_t base,
+                                              Sink& sink) const {
   std::string& word = sink.word;
   word.clear();
+  const bool track = sink.spans != nullptr;
+  std::vector<TokenSpan>& src = sink.word_src;
+  src.clear();
   bool ascii = true;
   // Per word, lowercasing is Python's str.lower() of the whole word, which HF's BasicTokenizer
   // applies only to words that are not special tokens as written: `raw` keeps the word as
@@ -203,6 +225,7 @@ void WordPieceTokenizer::Impl::EncodeFragment(std::string_view text, Sink& sink)
       }
       for (const auto& [s, id] : specials) {
         if (as_written == s) {
+          if (track) sink.at = Cover(src.data(), src.size());
           sink.Push(id);
           word.clear();
           break;
@@ -212,6 +235,7 @@ void WordPieceTokenizer::Impl::EncodeFragment(std::string_view text, Sink& sink)
     }
     if (!word.empty()) EncodeWord(word, ascii, sink);
     word.clear();
+    src.clear();
     ascii = true;
   };
   for (size_t i = 0; i < text.size() && !sink.full();) {
@@ -231,6 +255,7 @@ void WordPieceTokenizer::Impl::EncodeFragment(std::string_view text, Sink& sink)
           }
           word.push_back(options.lowercase && b >= 'A' && b <= 'Z' ? static_cast<char>(b + 32)
                                                                    : static_cast<char>(b));
+          if (track) src.push_back(Span(base + i - 1, base + i));
           break;
       }
       continue;
@@ -246,6 +271,7 @@ void WordPieceTokenizer::Impl::EncodeFragment(std::string_view text, Sink& sink)
       case CharClass::kCjk:
         flush();
         word.assign(text.substr(start, i - start));
+        if (track) src.assign(word.size(), Span(base + start, base + i));
         ascii = false;
         flush();
         break;
@@ -260,6 +286,8 @@ void WordPieceTokenizer::Impl::EncodeFragment(std::string_view text, Sink& sink)
         } else {
           word.append(text.substr(start, i - start));
         }
+        // Each byte of what the character became comes from the whole character.
+        if (track) src.resize(word.size(), Span(base + start, base + i));
         ascii = false;
         break;
     }
@@ -279,13 +307,41 @@ void WordPieceTokenizer::Impl::EncodeWord(std::string_view word, bool ascii, Sin
     }
     norm = sink.normalized;
   }
+  const TokenSpan* src = nullptr;
+  if (sink.spans != nullptr) {
+    src = sink.word_src.data();
+    if (!ascii) {
+      // Normalized one character at a time, each output byte from its character. Where that
+      // is not the word's normal form (NFC composing across characters), every byte is the
+      // whole word's.
+      sink.joined.clear();
+      sink.norm_src.clear();
+      for (size_t k = 0; k < word.size();) {
+        size_t end = k + 1;
+        while (end < word.size() && (static_cast<unsigned char>(word[end]) & 0xC0) == 0x80) ++end;
+        if (strip_accents) {
+          StripAccents(word.substr(k, end - k), sink.one_cps, sink.one);
+        } else {
+          Nfc(word.substr(k, end - k), sink.one_cps, sink.one);
+        }
+        sink.joined += sink.one;
+        sink.norm_src.resize(sink.joined.size(), sink.word_src[k]);
+        k = end;
+      }
+      if (sink.joined != norm) {
+        sink.norm_src.assign(norm.size(), Cover(sink.word_src.data(), word.size()));
+      }
+      src = sink.norm_src.data();
+    }
+    sink.at = Cover(sink.word_src.data(), word.size());
+  }
 
   // HF never_split: a word that equals a special token after normalization stays whole. (HF
   // checks before and after lowercasing/accent stripping; since `word` is already lowercased
   // and specials contain no marks, the check after normalization covers both.)
   for (const auto& [s, id] : specials) {
     if (norm == s) {
-      sink.Push(id);
+      sink.Push(id);  // at: the whole word
       return;
     }
   }
@@ -297,16 +353,23 @@ void WordPieceTokenizer::Impl::EncodeWord(std::string_view word, bool ascii, Sin
     const auto b = static_cast<unsigned char>(norm[i]);
     const bool punct = b < 0x80 ? (++i, IsAsciiPunct(b)) : IsPunctuation(DecodeValid(norm, i));
     if (!punct) continue;
-    if (start > run_start) EncodeWordPiece(norm.substr(run_start, start - run_start), sink);
-    EncodeWordPiece(norm.substr(start, i - start), sink);
+    if (start > run_start) {
+      EncodeWordPiece(norm.substr(run_start, start - run_start), src ? src + run_start : nullptr,
+                      sink);
+    }
+    EncodeWordPiece(norm.substr(start, i - start), src ? src + start : nullptr, sink);
     run_start = i;
   }
-  if (run_start < norm.size()) EncodeWordPiece(norm.substr(run_start), sink);
+  if (run_start < norm.size()) {
+    EncodeWordPiece(norm.substr(run_start), src ? src + run_start : nullptr, sink);
+  }
 }
 
 // Greedy longest-match-first WordPiece on one punctuation-free token.
-void WordPieceTokenizer::Impl::EncodeWordPiece(std::string_view token, Sink& sink) const {
+void WordPieceTokenizer::Impl::EncodeWordPiece(std::string_view token, const TokenSpan* src,
+                                               Sink& sink) const {
   if (sink.full()) return;
+  if (src != nullptr) sink.at = Cover(src, token.size());  // an [UNK]: the whole token
   // Code point boundaries: offsets[k] is the byte offset of the k-th code point.
   std::vector<uint32_t>& off = sink.offsets;
   off.clear();
@@ -323,6 +386,7 @@ void WordPieceTokenizer::Impl::EncodeWordPiece(std::string_view token, Sink& sin
 
   std::vector<int32_t>& pieces = sink.pieces;
   pieces.clear();
+  sink.piece_bytes.clear();
   size_t start = 0;
   while (start < n) {
     const TokenMap& map = start == 0 ? word_start : continuation;
@@ -342,9 +406,16 @@ void WordPieceTokenizer::Impl::EncodeWordPiece(std::string_view token, Sink& sin
       return;
     }
     pieces.push_back(found);
+    if (src != nullptr) sink.piece_bytes.emplace_back(off[start], off[end]);
     start = end;
   }
-  for (int32_t id : pieces) sink.Push(id);
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    if (src != nullptr) {
+      const auto [from, to] = sink.piece_bytes[k];
+      sink.at = Cover(src + from, to - from);
+    }
+    sink.Push(pieces[k]);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -366,13 +437,14 @@ void WordPieceTokenizer::Impl::EncodeText(std::string_view text, Sink& sink) con
         ++i;
         continue;
       }
-      EncodeFragment(text.substr(fragment_start, i - fragment_start), sink);
+      EncodeFragment(text.substr(fragment_start, i - fragment_start), fragment_start, sink);
+      sink.at = Span(i, i + len);
       sink.Push(*special);
       i += len;
       fragment_start = i;
     }
   }
-  if (!sink.full()) EncodeFragment(text.substr(fragment_start), sink);
+  if (!sink.full()) EncodeFragment(text.substr(fragment_start), fragment_start, sink);
 }
 
 Encoding WordPieceTokenizer::Encode(std::string_view text, bool truncate) const {
@@ -430,6 +502,26 @@ PairEncoding WordPieceTokenizer::EncodePair(std::string_view first, std::string_
   out.ids.insert(out.ids.end(), b.ids.begin(), b.ids.begin() + static_cast<std::ptrdiff_t>(n2));
   out.ids.push_back(impl.sep_id);
   out.truncated = over;
+  return out;
+}
+
+OffsetEncoding WordPieceTokenizer::EncodeWithOffsets(std::string_view text, bool truncate,
+                                                     size_t max_length) const {
+  const Impl& impl = *impl_;
+  ValidateUtf8(text);
+  max_length =
+      max_length == 0 ? impl.options.max_length : std::min(max_length, impl.options.max_length);
+  if (max_length < 2) BadConfig("max_length must be at least 2 ([CLS] and [SEP])");
+  OffsetEncoding out;
+  Impl::Sink sink(max_length - 2, truncate, max_length);
+  sink.spans = &out.spans;
+  sink.ids.push_back(impl.cls_id);
+  out.spans.push_back({});
+  impl.EncodeText(text, sink);
+  sink.ids.push_back(impl.sep_id);
+  out.spans.push_back({});
+  out.ids = std::move(sink.ids);
+  out.truncated = sink.truncated;
   return out;
 }
 

@@ -101,6 +101,19 @@ struct PairEncoding {
   bool truncated = false;   // word pieces were dropped to fit
 };
 
+// Where a token came from: bytes [start, stop) of the text (what TEI's /tokenize reports). The
+// [CLS] and [SEP] that Encode adds came from nowhere: {0, 0}.
+struct TokenSpan {
+  uint32_t start = 0, stop = 0;
+};
+
+// Encode's ids with each one's span; spans.size() == ids.size().
+struct OffsetEncoding {
+  std::vector<int32_t> ids;
+  std::vector<TokenSpan> spans;
+  bool truncated = false;
+};
+
 struct WordPieceSpec;
 
 class WordPieceTokenizer {
@@ -131,6 +144,14 @@ class WordPieceTokenizer {
   // keeps the first max_length-2 pieces when `truncate`, else throws kTooLong.
   // Throws kBadUtf8 for malformed UTF-8 (even when the bad bytes lie past the cut).
   Encoding Encode(std::string_view text, bool truncate) const;
+
+  // Encode's ids (at most max_length: 0 is the options' max_length, never above it) with the
+  // bytes of `text` each came from, as HF tokenizers' offsets give them (in bytes rather than
+  // characters): a word piece spans the characters it was normalized from (an accented or
+  // lowercased character whole), an [UNK] its whole word, a special token written in the text
+  // itself. Slower than Encode; for /tokenize, not for serving.
+  OffsetEncoding EncodeWithOffsets(std::string_view text, bool truncate,
+                                   size_t max_length = 0) const;
 
   // Tokenizes a pair into [CLS] first [SEP] second [SEP], at most max_length ids (0: the
   // options' max_length; never above it). Over it, with `truncate`, pieces are cut as HF

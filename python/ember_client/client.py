@@ -47,6 +47,13 @@ class Embeddings:
         self.total_tokens = sum(self.tokens)
         # A score's: what each of a row's dim scores is (a classifier's labels).
         self.labels = list(reply.get("labels") or [])
+        # A tokenization's (dim 0, no vectors): every text's tokens one after another,
+        # tokens[i] of text i; per token its id, its vocabulary string and the bytes
+        # (start, stop) of its text it came from ((0, 0) for the [CLS] and [SEP] added).
+        self.token_ids = list(reply.get("token_ids") or [])
+        self.token_pieces = list(reply.get("token_pieces") or [])
+        spans = list(reply.get("token_spans") or [])
+        self.token_spans = list(zip(spans[0::2], spans[1::2]))
         self._rows = protocol.vectors(reply)
 
     def __len__(self):
@@ -283,8 +290,11 @@ class Client:
             pairs = _texts(pairs)
             if len(pairs) != len(texts):
                 raise ValueError("pairs must have one text per text")
-        return self._request(model, texts, timeout, attempts, version=version, truncate=truncate,
-                             pairs=pairs, raw_scores=raw_scores)
+        scores = self._request(model, texts, timeout, attempts, version=version,
+                               truncate=truncate, pairs=pairs, raw_scores=raw_scores)
+        if not scores.labels:  # a worker older than scores embedded the texts
+            raise InternalError("worker %r answered a score with something else" % scores.worker)
+        return scores
 
     def _request(self, model, texts, timeout, attempts, **fields):
         """One REQUEST of ``texts`` with protocol.embed_request's ``fields``, and its answer."""
@@ -295,6 +305,17 @@ class Client:
         timeout_ms = max(1, int(round(timeout * 1000)))
         body = protocol.embed_request(model, texts, timeout_ms=timeout_ms, **fields)
         return _embeddings(self._call(protocol.REQUEST, body, timeout, attempts), len(texts))
+
+    def tokenize(self, model, texts, version=0, truncate=True, timeout=None, attempts=None):
+        """The tokens of ``texts`` (a str or a list of str) as ``model`` runs them: an Embeddings
+        without vectors whose ``tokens``, ``token_ids``, ``token_pieces`` and ``token_spans``
+        say which and from where (TEI's /tokenize)."""
+        tokens = self._request(model, _texts(texts), timeout, attempts, version=version,
+                               truncate=truncate, task="tokenize")
+        if not tokens.tokens or tokens.dim:  # a worker older than tokenize embedded the texts
+            raise InternalError("worker %r answered a tokenize with something else"
+                                % tokens.worker)
+        return tokens
 
     def rerank(self, model, query, texts, top_n=0, **kwargs):
         """Scores each of ``texts`` against ``query`` with a cross-encoder ``model`` and returns

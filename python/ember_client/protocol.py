@@ -67,15 +67,17 @@ def unpack(body):
 
 
 def embed_request(model, inputs, version=0, timeout_ms=0, truncate=True, dimensions=0,
-                  prompt_name="", pairs=None, raw_scores=None):
+                  prompt_name="", pairs=None, raw_scores=None, task=None):
     """An EmbedRequest; with raw_scores not None, a score (task "score") of the inputs, each
-    paired with pairs[i] when pairs is given."""
+    paired with pairs[i] when pairs is given; with task="tokenize", a tokenization."""
     body = {"model": model, "version": version, "inputs": list(inputs),
             "timeout_ms": timeout_ms, "truncate": truncate}
     if dimensions:
         body["dimensions"] = dimensions
     if prompt_name:
         body["prompt_name"] = prompt_name
+    if task is not None:
+        body["task"] = task
     if raw_scores is not None:
         body["task"] = "score"
         body["raw_scores"] = bool(raw_scores)

@@ -214,6 +214,56 @@ class OpenAiCompatTest(unittest.TestCase):
             vectors = np.array(json.loads(response.read()), dtype=np.float32)
         self.assertLessEqual(float(np.abs(vectors - self.st).max()), 1e-5)
 
+    def tokenize(self, body):
+        request = urllib.request.Request(self.base + "/tokenize", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def test_tei_tokenize_equals_hf_tokenizers_with_byte_offsets(self):
+        # Texts with accents, CJK, an emoji ([UNK]), a ligature, a combining accent, a special
+        # token written in the text, odd spaces: every token's id and the bytes it came from
+        # as HF tokenizers' offsets give them (characters there, bytes here, as TEI reports).
+        texts = TEXTS + ["emoji \U0001F600 and \uFB01 ligature \u0130stanbul \u03a3\u0391\u03a3",
+                         "e\u0301 combining [SEP] inside,\u00a0nbsp"]
+        status, reply = self.tokenize({"inputs": texts})
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(len(reply), len(texts))
+        for text, tokens in zip(texts, reply):
+            want = self.tokenizer.encode(text)
+            to_bytes = [len(text[:i].encode()) for i in range(len(text) + 1)]
+            self.assertEqual([t["id"] for t in tokens], want.ids, text)
+            self.assertEqual([t["special"] for t in tokens],
+                             [bool(m) for m in want.special_tokens_mask], text)
+            for t, (start, stop), piece in zip(tokens, want.offsets, want.tokens):
+                if t["special"]:
+                    self.assertEqual((t["text"], t["start"], t["stop"]), (piece, None, None))
+                else:
+                    self.assertEqual((t["start"], t["stop"]), (to_bytes[start], to_bytes[stop]))
+                    self.assertEqual(t["text"], text[start:stop])
+        # Without the special tokens, and one string alone.
+        status, reply = self.tokenize({"inputs": "Hello, world!", "add_special_tokens": False})
+        self.assertEqual(status, 200, reply)
+        self.assertEqual([t["text"] for t in reply[0]], ["Hello", ",", "world", "!"])  # as written
+
+    def test_tei_tokenize_bad_input_is_400(self):
+        for body in ({}, {"inputs": []}, {"inputs": [1]}, {"inputs": "a", "prompt_name": "q"},
+                     {"inputs": "a", "add_special_tokens": "no"}):
+            status, reply = self.tokenize(body)
+            self.assertEqual(status, 400, body)
+            self.assertEqual(reply["error_type"], "Validation")
+        # Over the model's 256 tokens: cut there, or TOO_LONG without truncation.
+        long_text = " ".join(["word"] * 300)
+        status, reply = self.tokenize({"inputs": long_text})
+        self.assertEqual(status, 200)
+        self.assertEqual(len(reply[0]), 256)
+        status, reply = self.tokenize({"inputs": long_text, "truncate": False})
+        self.assertEqual(status, 400)
+        self.assertIn("256", reply["error"])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -237,6 +237,35 @@ class ScoresTest(unittest.TestCase):
             "print(json.dumps(codes))" % (QUERY, PASSAGES[-1]))
         self.assertEqual(codes, ["TOO_LONG", "BAD_REQUEST"])
 
+    def test_python_client_and_emberctl_tokenize_as_hf(self):
+        # The tokens of the embedding model (the real all-MiniLM-L6-v2's tokenizer.json) and the
+        # bytes each came from, against HF's offsets (characters there, bytes here).
+        texts = ["Hello, world!", "Café naïve 机器 \U0001F600"]
+        tokenizer = AutoTokenizer.from_pretrained(MINILM_DIR)
+        want_ids, want_spans = [], []
+        for text in texts:
+            e = tokenizer(text, return_offsets_mapping=True)
+            to_bytes = [len(text[:i].encode()) for i in range(len(text) + 1)]
+            want_ids.append(e.input_ids)
+            want_spans.append([[to_bytes[a], to_bytes[b]] for a, b in e.offset_mapping])
+        got = self.python_client(
+            "t = client.tokenize('minilm', %r)\n"
+            "print(json.dumps({'tokens': t.tokens, 'ids': t.token_ids, 'spans': t.token_spans}))"
+            % texts)
+        self.assertEqual(got["tokens"], [len(ids) for ids in want_ids])
+        self.assertEqual(got["ids"], [i for ids in want_ids for i in ids])
+        self.assertEqual(got["spans"], [s for spans in want_spans for s in spans])
+        out = subprocess.run([EMBERCTL, "--router", self.frontend, "tokenize", "minilm", *texts,
+                              "--json"], capture_output=True, text=True, timeout=60,
+                             check=True).stdout
+        lists = json.loads(out)
+        self.assertEqual([[t["id"] for t in ts] for ts in lists], want_ids)
+        self.assertEqual([[[t["start"], t["stop"]] for t in ts] for ts in lists], want_spans)
+        # A cross-encoder's tokenizer answers too: tokenizing is no task of the model's head.
+        status, reply, _ = self.post("/tokenize", {"model": "reranker", "inputs": "a fox"})
+        self.assertEqual(status, 200, reply)
+        self.assertEqual([t["text"] for t in reply[0]], ["[CLS]", "a", "fox", "[SEP]"])
+
     def test_emberctl_rerank(self):
         out = subprocess.run([EMBERCTL, "--router", self.frontend, "rerank", "reranker", QUERY,
                               *PASSAGES[:3], "--json"], capture_output=True, text=True,
