@@ -130,6 +130,13 @@ std::future<Embeddings> AsyncClient::Tokenize(std::string_view model,
                protocol::Task::kTokenize);
 }
 
+std::future<Embeddings> AsyncClient::Decode(std::string_view model,
+                                            const std::vector<std::vector<std::uint32_t>>& ids,
+                                            const EmbedOptions& options) {
+  return Queue(embed_call::EncodeDecodeRequest(model, ids, options), ids.size(), options,
+               protocol::Task::kDecode);
+}
+
 std::future<Embeddings> AsyncClient::Score(std::string_view model, std::vector<std::string> texts,
                                            std::vector<std::string> pairs,
                                            const EmbedOptions& options) {

@@ -54,6 +54,10 @@ class AsyncClient {
   // Queues a tokenization of `texts` with `model`, as Client::Tokenize.
   std::future<Embeddings> Tokenize(std::string_view model, std::vector<std::string> texts,
                                    const EmbedOptions& options = {});
+  // Queues a decode of `ids` with `model`, as Client::Decode.
+  std::future<Embeddings> Decode(std::string_view model,
+                                 const std::vector<std::vector<std::uint32_t>>& ids,
+                                 const EmbedOptions& options = {});
   // Queues a score of `texts` (each paired with pairs[i] when `pairs` is not empty) with a
   // cross-encoder or classifier `model`, as Client::Score.
   std::future<Embeddings> Score(std::string_view model, std::vector<std::string> texts,

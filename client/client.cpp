@@ -162,6 +162,18 @@ Embeddings Client::Tokenize(std::string_view model, const std::vector<std::strin
                                   protocol::Task::kTokenize);
 }
 
+Embeddings Client::Decode(std::string_view model,
+                          const std::vector<std::vector<std::uint32_t>>& ids,
+                          const EmbedOptions& options) {
+  int attempts = 0;
+  const std::string body =
+      Call(static_cast<std::uint8_t>(Command::kRequest),
+           embed_call::EncodeDecodeRequest(model, ids, options), options.timeout,
+           AttemptsFor(options.attempts), Resend::kIfUnanswered, &attempts);
+  return embed_call::EmbeddingsOf(body, ids.size(), attempts, routers_.endpoint(connected_),
+                                  protocol::Task::kDecode);
+}
+
 Embeddings Client::Score(std::string_view model, const std::vector<std::string>& texts,
                          const std::vector<std::string>& pairs, const EmbedOptions& options) {
   int attempts = 0;

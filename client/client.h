@@ -45,6 +45,8 @@ struct EmbedOptions {
   // Score only: the model's logits as they are; false: their sigmoid for a one-label model (a
   // cross-encoder's relevance), their softmax otherwise (a classifier's probabilities).
   bool raw_scores = false;
+  // Decode only: leave the model's special tokens ([CLS], [SEP], [PAD], ...) out of the text.
+  bool skip_special_tokens = true;
   std::chrono::milliseconds timeout{30'000};  // per attempt
   // Attempts in all (Lazy Pirate): when no answer comes within the timeout, the connection
   // is lost, or the router answers UNAVAILABLE, the client reconnects, to the next router if
@@ -103,6 +105,8 @@ class Embeddings {
   const std::vector<std::uint32_t>& token_ids() const { return reply_.token_ids; }
   const std::vector<std::string>& token_pieces() const { return reply_.token_pieces; }
   const std::vector<std::uint32_t>& token_spans() const { return reply_.token_spans; }
+  // Decode (no vectors): one text per sequence of ids.
+  const std::vector<std::string>& texts() const { return reply_.texts; }
   // Attempts the call took (EmbedOptions::attempts): more than 1 when an earlier attempt got
   // no answer (or UNAVAILABLE) and was resent.
   int attempts() const { return attempts_; }
@@ -152,6 +156,11 @@ class Client {
   // where each came from (Embeddings::token_ids and the rest). Prompts do not apply.
   Embeddings Tokenize(std::string_view model, const std::vector<std::string>& texts,
                       const EmbedOptions& options = {});
+
+  // The text of each sequence of token ids with `model`'s tokenizer (TEI's /decode):
+  // Embeddings::texts(), one per sequence.
+  Embeddings Decode(std::string_view model, const std::vector<std::vector<std::uint32_t>>& ids,
+                    const EmbedOptions& options = {});
 
   // The router's view of the cluster (CONTROL "status"; every model version
   // on every worker, with its state and memory, is in workers[].models).

@@ -33,6 +33,21 @@ std::string EncodeTokenizeRequest(std::string_view model, std::vector<std::strin
   return protocol::Encode(request);
 }
 
+std::string EncodeDecodeRequest(std::string_view model,
+                                const std::vector<std::vector<std::uint32_t>>& ids,
+                                const EmbedOptions& options) {
+  std::vector<std::string> inputs;
+  inputs.reserve(ids.size());
+  for (const auto& sequence : ids) {
+    std::string& text = inputs.emplace_back();
+    for (const std::uint32_t id : sequence) text += (text.empty() ? "" : " ") + std::to_string(id);
+  }
+  protocol::EmbedRequest request = RequestOf(model, std::move(inputs), options);
+  request.task = protocol::Task::kDecode;
+  request.skip_special_tokens = options.skip_special_tokens;
+  return protocol::Encode(request);
+}
+
 std::string EncodeScoreRequest(std::string_view model, std::vector<std::string> texts,
                                std::vector<std::string> pairs, const EmbedOptions& options) {
   protocol::EmbedRequest request = RequestOf(model, std::move(texts), options);
@@ -63,10 +78,10 @@ Embeddings EmbeddingsOf(std::string_view body, std::size_t texts, int attempts, 
                                           std::to_string(texts) + " texts");
   }
   // The decoder checked that tokens, when present, add up; here that the task's part is there.
-  const bool answered = task == protocol::Task::kScore ? !reply.labels.empty()
-                        : task == protocol::Task::kTokenize
-                            ? !reply.tokens.empty() && reply.dim == 0
-                            : reply.labels.empty();
+  bool answered = reply.labels.empty();  // vectors
+  if (task == protocol::Task::kScore) answered = !reply.labels.empty();
+  if (task == protocol::Task::kTokenize) answered = !reply.tokens.empty() && reply.dim == 0;
+  if (task == protocol::Task::kDecode) answered = reply.texts.size() == texts && reply.dim == 0;
   if (!answered) {
     throw Error(ErrorCode::kInternal,
                 "worker '" + reply.worker + "' answered task '" +

@@ -5,6 +5,7 @@
 #define EMBER_CLIENT_EMBED_CALL_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,11 @@ std::string EncodeRequest(std::string_view model, std::vector<std::string> texts
 // The same for a tokenization (Client::Tokenize).
 std::string EncodeTokenizeRequest(std::string_view model, std::vector<std::string> texts,
                                   const EmbedOptions& options);
+// The same for a decode (Client::Decode): each sequence of ids as one input, its ids in decimal
+// separated by spaces.
+std::string EncodeDecodeRequest(std::string_view model,
+                                const std::vector<std::vector<std::uint32_t>>& ids,
+                                const EmbedOptions& options);
 // The same for a score (Client::Score): `pairs` empty, or one per text.
 std::string EncodeScoreRequest(std::string_view model, std::vector<std::string> texts,
                                std::vector<std::string> pairs, const EmbedOptions& options);

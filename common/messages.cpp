@@ -252,6 +252,8 @@ std::string_view TaskName(Task task) {
       return "score";
     case Task::kTokenize:
       return "tokenize";
+    case Task::kDecode:
+      return "decode";
     case Task::kEmbed:
       break;
   }
@@ -262,11 +264,13 @@ std::optional<Task> ParseTask(std::string_view name) {
   if (name == "embed") return Task::kEmbed;
   if (name == "score") return Task::kScore;
   if (name == "tokenize") return Task::kTokenize;
+  if (name == "decode") return Task::kDecode;
   return std::nullopt;
 }
 
 std::string TaskError(std::string_view name) {
-  return "field 'task' is '" + std::string(name) + "'; expected 'embed', 'score' or 'tokenize'";
+  return "field 'task' is '" + std::string(name) +
+         "'; expected 'embed', 'score', 'tokenize' or 'decode'";
 }
 
 bool CheckPairs(Task task, std::size_t inputs, bool has_pairs, std::size_t pairs,
@@ -291,7 +295,7 @@ std::string Encode(const EmbedRequest& body) {
   const bool score = body.task != Task::kEmbed;
   pk.pack_map(5u + (body.dimensions == 0 ? 0u : 1u) + (body.prompt_name.empty() ? 0u : 1u) +
               (score ? 1u : 0u) + (body.raw_scores ? 1u : 0u) +
-              (body.text_pairs.empty() ? 0u : 1u));
+              (body.text_pairs.empty() ? 0u : 1u) + (body.skip_special_tokens ? 0u : 1u));
   PackField(pk, "model", body.model);
   PackField(pk, "version", body.version);
   PackField(pk, "inputs", body.inputs);
@@ -302,6 +306,7 @@ std::string Encode(const EmbedRequest& body) {
   if (score) PackField(pk, "task", TaskName(body.task));
   if (body.raw_scores) PackField(pk, "raw_scores", body.raw_scores);
   if (!body.text_pairs.empty()) PackField(pk, "text_pairs", body.text_pairs);
+  if (!body.skip_special_tokens) PackField(pk, "skip_special_tokens", false);
   return ToString(buffer);
 }
 
@@ -320,6 +325,7 @@ bool Decode(std::string_view bytes, EmbedRequest* out, std::string* error) {
          ReadTask(map, &out->task, error) &&
          Read(map, "text_pairs", &out->text_pairs, Need::kOptional, error) &&
          Read(map, "raw_scores", &out->raw_scores, Need::kOptional, error) &&
+         Read(map, "skip_special_tokens", &out->skip_special_tokens, Need::kOptional, error) &&
          CheckPairs(out->task, out->inputs.size(), Find(map, "text_pairs") != nullptr,
                     out->text_pairs.size(), error);
 }
@@ -329,7 +335,7 @@ std::string Encode(const EmbedReply& body) {
   Packer pk(buffer);
   const bool tokenized = !body.token_ids.empty();
   pk.pack_map(7u + (body.tokens.empty() ? 0u : 1u) + (body.labels.empty() ? 0u : 1u) +
-              (tokenized ? 3u : 0u));
+              (tokenized ? 3u : 0u) + (body.texts.empty() ? 0u : 1u));
   PackField(pk, "model", body.model);
   PackField(pk, "version", body.version);
   PackField(pk, "worker", body.worker);
@@ -343,6 +349,7 @@ std::string Encode(const EmbedReply& body) {
     PackField(pk, "token_pieces", body.token_pieces);
     PackField(pk, "token_spans", body.token_spans);
   }
+  if (!body.texts.empty()) PackField(pk, "texts", body.texts);
   // The vectors go as one bin of raw little-endian float32: packing them as a
   // msgpack float array costs ~100x more CPU on both ends.
   const auto bytes = static_cast<std::uint32_t>(body.data.size() * sizeof(float));
@@ -367,7 +374,13 @@ bool Decode(std::string_view bytes, EmbedReply* out, std::string* error) {
       !Read(map, "labels", &out->labels, Need::kOptional, error) ||
       !Read(map, "token_ids", &out->token_ids, Need::kOptional, error) ||
       !Read(map, "token_pieces", &out->token_pieces, Need::kOptional, error) ||
-      !Read(map, "token_spans", &out->token_spans, Need::kOptional, error)) {
+      !Read(map, "token_spans", &out->token_spans, Need::kOptional, error) ||
+      !Read(map, "texts", &out->texts, Need::kOptional, error)) {
+    return false;
+  }
+  if (!out->texts.empty() && out->texts.size() != out->count) {
+    *error = "field 'texts' has " + std::to_string(out->texts.size()) + " texts for " +
+             std::to_string(out->count) + " inputs";
     return false;
   }
   if (!out->token_ids.empty() || !out->token_pieces.empty() || !out->token_spans.empty()) {

@@ -19,11 +19,12 @@
 namespace ember::protocol {
 
 // What a REQUEST asks of its model. On the wire, "task": its name ("embed", "score",
-// "tokenize"); absent: embed.
+// "tokenize", "decode"); absent: embed.
 enum class Task : std::uint8_t {
   kEmbed,     // a vector per input
   kScore,     // scores per input, from a model with labels (a cross-encoder or classifier)
   kTokenize,  // the tokens of each input, with where in it each came from (no vectors)
+  kDecode,    // each input is token ids (decimal, space-separated): their text (no vectors)
 };
 std::string_view TaskName(Task task);
 std::optional<Task> ParseTask(std::string_view name);
@@ -53,6 +54,8 @@ struct EmbedRequest {
   // kScore: the model's logits as they are; false: their sigmoid for a model with one label,
   // their softmax otherwise (as TEI's raw_scores).
   bool raw_scores = false;
+  // kDecode: leave the model's special tokens ([CLS], [SEP], [PAD], ...) out of the text.
+  bool skip_special_tokens = true;
 };
 
 // REPLY body to an EmbedRequest: `count` vectors of `dim` float32, row-major.
@@ -77,6 +80,8 @@ struct EmbedReply {
   std::vector<std::uint32_t> token_ids{};
   std::vector<std::string> token_pieces{};
   std::vector<std::uint32_t> token_spans{};
+  // A kDecode reply (dim 0, no data): one text per input.
+  std::vector<std::string> texts{};
 };
 
 // ERROR body.

@@ -22,6 +22,7 @@ enum class Field {
   kTask,
   kTextPairs,
   kRawScores,
+  kSkipSpecialTokens,
 };
 
 Field FieldNamed(std::string_view key) {
@@ -35,6 +36,7 @@ Field FieldNamed(std::string_view key) {
   if (key == "task") return Field::kTask;
   if (key == "text_pairs") return Field::kTextPairs;
   if (key == "raw_scores") return Field::kRawScores;
+  if (key == "skip_special_tokens") return Field::kSkipSpecialTokens;
   return Field::kNone;
 }
 
@@ -135,6 +137,7 @@ class HeaderVisitor : public msgpack::null_visitor {
            check(Field::kPromptName, "prompt_name", false) && check(Field::kTask, "task", false) &&
            CheckTaskName(error) && check(Field::kTextPairs, "text_pairs", false) &&
            check(Field::kRawScores, "raw_scores", false) &&
+           check(Field::kSkipSpecialTokens, "skip_special_tokens", false) &&
            CheckPairs(out_->task, out_->count, Slot(Field::kTextPairs).seen, out_->pairs, error);
   }
 
@@ -211,7 +214,8 @@ class HeaderVisitor : public msgpack::null_visitor {
           }
         }
         break;
-      case Field::kRawScores:
+      case Field::kRawScores:  // the worker's to read, as is skip_special_tokens
+      case Field::kSkipSpecialTokens:
         slot.ok = kind == Kind::kBool;
         break;
       case Field::kTruncate:
@@ -271,7 +275,7 @@ class HeaderVisitor : public msgpack::null_visitor {
   std::size_t input_index_ = 0;
   std::size_t pair_index_ = 0;
   std::optional<std::string> bad_task_;  // a "task" that names no Task
-  FieldSlot slots_[11]{};
+  FieldSlot slots_[12]{};
   // The last scalar seen.
   std::string_view text_;
   std::uint64_t integer_ = 0;

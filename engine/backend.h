@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,10 @@ class Backend {
   };
   virtual TextTokens TokenizeWithOffsets(std::string_view text, bool truncate) const;
 
+  // The text of token ids (TEI's /decode), special tokens left out when `skip_special`. The
+  // default refuses (BAD_REQUEST); an id outside the vocabulary is BAD_REQUEST too.
+  virtual std::string Decode(std::span<const std::int32_t> ids, bool skip_special) const;
+
   // Token ids of one text, ready for Embed. `truncate` false makes an
   // over-long text an error. Throws ember::Error (BAD_REQUEST, TOO_LONG).
   // Thread-safe, and may run while another thread is in Embed.
@@ -101,6 +106,10 @@ class Backend {
 
 inline Backend::PairIds Backend::TokenizePair(std::string_view, std::string_view, bool) const {
   throw Error(ErrorCode::kBadRequest, "this model embeds single texts; it takes no pairs");
+}
+
+inline std::string Backend::Decode(std::span<const std::int32_t>, bool) const {
+  throw Error(ErrorCode::kBadRequest, "this model's tokenizer cannot decode token ids");
 }
 
 inline Backend::TextTokens Backend::TokenizeWithOffsets(std::string_view, bool) const {

@@ -2,8 +2,8 @@
 // gateway/tei_scoring.h) on arbitrary bodies: what any HTTP client can send.
 //
 //   byte 0   which parser: 0 OpenAI /v1/embeddings, 1 TEI /embed with a --default-model,
-//            2 TEI /embed without one, 3 TEI /rerank, 4 TEI /predict, 5 TEI /tokenize (its
-//            value modulo 6)
+//            2 TEI /embed without one, 3 TEI /rerank, 4 TEI /predict, 5 TEI /tokenize,
+//            6 TEI /decode (its value modulo 7)
 //   rest     the body, any bytes
 //
 // Properties checked on every input, beyond "no crash, no sanitizer report":
@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 6) {
+    switch (data[0] % 7) {
       case 0:
         fuzz::CheckCall(gateway::ParseOpenAiRequest(body).call);
         break;
@@ -64,9 +64,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 4:
         fuzz::CheckScore(gateway::ParsePredictRequest(body, "m").score);
         break;
-      default:
+      case 5:
         fuzz::CheckCall(gateway::ParseTokenizeRequest(body, "m").call);
         break;
+      default: {
+        const gateway::DecodeRequest d = gateway::ParseDecodeRequest(body, "m");
+        fuzz::Check(!d.call.model.empty() && !d.ids.empty(), "a decode names a model and ids");
+        for (const auto& sequence : d.ids) {
+          for (const std::uint32_t id : sequence) {
+            fuzz::Check(id <= 0x7fffffffu, "token ids fit the tokenizer's int32");
+          }
+        }
+        break;
+      }
     }
   } catch (const gateway::HttpError& e) {
     fuzz::Check(e.status() == 400 && e.code() == "BAD_REQUEST", "a refusal is a 400");

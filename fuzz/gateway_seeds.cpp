@@ -43,6 +43,12 @@ std::vector<std::string> GatewaySeeds() {
       R"({"inputs":["a","b"],"add_special_tokens":false,"truncate":false,"model":"m:1"})",
       R"({"inputs":"a","prompt_name":"query"})",
   };
+  const std::vector<std::string> decode = {
+      R"({"ids":[101,7592,102]})",
+      R"({"ids":[[101,7592,102],[]],"skip_special_tokens":false,"model":"m:2"})",
+      R"({"ids":[1,[2]],"skip_special_tokens":"no"})",
+      R"({"ids":[-1,4294967296]})",
+  };
   std::vector<std::string> seeds;
   for (const auto& body : openai) seeds.push_back('\x00' + body);
   for (const auto& body : tei) {
@@ -52,6 +58,7 @@ std::vector<std::string> GatewaySeeds() {
   for (const auto& body : rerank) seeds.push_back('\x03' + body);
   for (const auto& body : predict) seeds.push_back('\x04' + body);
   for (const auto& body : tokenize) seeds.push_back('\x05' + body);
+  for (const auto& body : decode) seeds.push_back('\x06' + body);
   return seeds;
 }
 

@@ -27,14 +27,14 @@ bool Same(const protocol::EmbedRequest& a, const protocol::EmbedRequest& b) {
   return a.model == b.model && a.version == b.version && a.inputs == b.inputs &&
          a.timeout_ms == b.timeout_ms && a.truncate == b.truncate && a.dimensions == b.dimensions &&
          a.prompt_name == b.prompt_name && a.task == b.task && a.text_pairs == b.text_pairs &&
-         a.raw_scores == b.raw_scores;
+         a.raw_scores == b.raw_scores && a.skip_special_tokens == b.skip_special_tokens;
 }
 bool Same(const protocol::EmbedReply& a, const protocol::EmbedReply& b) {
   // Compare vectors bitwise: NaN payloads must survive too.
   return a.model == b.model && a.version == b.version && a.worker == b.worker && a.dim == b.dim &&
          a.count == b.count && a.batch_size == b.batch_size && a.tokens == b.tokens &&
          a.labels == b.labels && a.token_ids == b.token_ids && a.token_pieces == b.token_pieces &&
-         a.token_spans == b.token_spans && a.data.size() == b.data.size() &&
+         a.token_spans == b.token_spans && a.texts == b.texts && a.data.size() == b.data.size() &&
          std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
 }
 bool Same(const protocol::ErrorBody& a, const protocol::ErrorBody& b) {

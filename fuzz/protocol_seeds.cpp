@@ -58,6 +58,16 @@ std::vector<std::string> ProtocolSeeds() {
   tokens.token_ids = {101, 7632, 102};
   tokens.token_pieces = {"[CLS]", "hi", "[SEP]"};
   tokens.token_spans = {0, 0, 0, 2, 0, 0};
+  // A decode and its reply.
+  protocol::EmbedRequest decode;
+  decode.model = "minilm";
+  decode.inputs = {"101 7632 102", ""};
+  decode.task = protocol::Task::kDecode;
+  decode.skip_special_tokens = false;
+  protocol::EmbedReply texts;
+  texts.model = "minilm";
+  texts.count = 2;
+  texts.texts = {"[CLS] hi [SEP]", ""};
   protocol::EmbedReply reply;
   reply.model = "tiny";
   reply.version = 1;
@@ -124,6 +134,8 @@ std::vector<std::string> ProtocolSeeds() {
       WithMode(Mode::kEmbedReply, protocol::Encode(scores)),
       WithMode(Mode::kEmbedRequest, protocol::Encode(tokenize)),
       WithMode(Mode::kEmbedReply, protocol::Encode(tokens)),
+      WithMode(Mode::kEmbedRequest, protocol::Encode(decode)),
+      WithMode(Mode::kEmbedReply, protocol::Encode(texts)),
       WithMode(Mode::kErrorBody, protocol::Encode(error)),
       WithMode(Mode::kReadyBody, protocol::Encode(ready)),
       WithMode(Mode::kControlRequest, protocol::Encode(control)),

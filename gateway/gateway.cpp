@@ -110,6 +110,9 @@ Gateway::Gateway(GatewayOptions options)
   server.Post("/tokenize", [this](const httplib::Request& request, httplib::Response& response) {
     TeiTokenize(request, response);
   });
+  server.Post("/decode", [this](const httplib::Request& request, httplib::Response& response) {
+    TeiDecode(request, response);
+  });
   server.Get("/health",
              [this](const httplib::Request&, httplib::Response& response) { Health(response); });
   server.Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
@@ -227,6 +230,20 @@ void Gateway::TeiTokenize(const httplib::Request& request, httplib::Response& re
                 .get();
         response.set_content(FormatTokenizeResponse(parsed, tokens), kJson);
         return parsed.call.texts.size();
+      },
+      TeiErrorJson);
+}
+
+void Gateway::TeiDecode(const httplib::Request& request, httplib::Response& response) {
+  Serve(
+      metrics_, "/decode", response,
+      [&] {
+        const DecodeRequest parsed = ParseDecodeRequest(request.body, options_.default_model);
+        EmbedOptions options = OptionsOf(parsed.call, options_);
+        options.skip_special_tokens = parsed.skip_special_tokens;
+        const Embeddings decoded = embedder_.Decode(parsed.call.model, parsed.ids, options).get();
+        response.set_content(FormatDecodeResponse(decoded), kJson);
+        return parsed.ids.size();
       },
       TeiErrorJson);
 }

@@ -65,6 +65,7 @@ class Gateway {
   void TeiRerank(const httplib::Request& request, httplib::Response& response);
   void TeiPredict(const httplib::Request& request, httplib::Response& response);
   void TeiTokenize(const httplib::Request& request, httplib::Response& response);
+  void TeiDecode(const httplib::Request& request, httplib::Response& response);
   void Health(httplib::Response& response);
 
   GatewayOptions options_;

@@ -1,5 +1,6 @@
 #include "gateway/tei_tokenize.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "gateway/http_error.h"
@@ -19,6 +20,36 @@ TokenizeRequest ParseTokenizeRequest(std::string_view body, const std::string& d
     throw BadRequest("'prompt_name' is not supported on /tokenize: it shows the input's tokens");
   }
   return out;
+}
+
+DecodeRequest ParseDecodeRequest(std::string_view body, const std::string& default_model) {
+  const json request = ParseJsonObject(body);
+  DecodeRequest out;
+  ParseModelOrDefault(request, default_model, &out.call);
+  const auto ids = request.find("ids");
+  const auto is_id = [](const json& j) {
+    return j.is_number_unsigned() && j.get<std::uint64_t>() <= 0x7fffffffu;
+  };
+  const auto sequence = [&](const json& j) {
+    if (!j.is_array() || !std::ranges::all_of(j, is_id)) {
+      throw BadRequest("'ids' must be token ids (integers from 0) or arrays of them");
+    }
+    return j.get<std::vector<std::uint32_t>>();
+  };
+  if (ids == request.end() || !ids->is_array() || ids->empty()) {
+    throw BadRequest("'ids' is required: an array of token ids, or a non-empty array of them");
+  }
+  if (std::ranges::all_of(*ids, is_id)) {
+    out.ids.push_back(sequence(*ids));
+  } else {
+    for (const json& s : *ids) out.ids.push_back(sequence(s));
+  }
+  out.skip_special_tokens = ParseFlag(request, "skip_special_tokens").value_or(true);
+  return out;
+}
+
+std::string FormatDecodeResponse(const Embeddings& decoded) {
+  return json(decoded.texts()).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string FormatTokenizeResponse(const TokenizeRequest& request, const Embeddings& tokens) {

@@ -115,6 +115,21 @@ class ModelRunnerTest : public ::testing::Test {
     return answered;
   }
 
+  // Submits `request` to `runner` and returns its one answer from `results`.
+  static protocol::Message Answer(ModelRunner& runner, zmq::socket_t& results,
+                                  protocol::EmbedRequest request) {
+    Job job;
+    job.request_id = 1;
+    job.request = std::move(request);
+    runner.Submit(std::move(job));
+    std::vector<zmq::message_t> frames;
+    EXPECT_TRUE(zmq::recv_multipart(results, std::back_inserter(frames)));
+    std::string error;
+    auto decoded = protocol::Decode(frames, &error);
+    EXPECT_TRUE(decoded) << error;
+    return decoded ? std::move(*decoded) : protocol::Message{};
+  }
+
   static constexpr char kEndpoint[] = "inproc://model-runner-test";
   zmq::context_t context_;
 };
@@ -290,16 +305,7 @@ TEST_F(ModelRunnerTest, ScoresComeWithLabelsFromPairsAndTheirActivation) {
   ModelRunner embedder("w", {.name = "e", .version = 1, .dim = 4},
                        std::make_unique<testing::FakeBackend>(), context_, kEndpoint, options);
   const auto answer = [&](ModelRunner& runner, protocol::EmbedRequest request) {
-    Job job;
-    job.request_id = 1;
-    job.request = std::move(request);
-    runner.Submit(std::move(job));
-    std::vector<zmq::message_t> frames;
-    EXPECT_TRUE(zmq::recv_multipart(results, std::back_inserter(frames)));
-    std::string error;
-    auto decoded = protocol::Decode(frames, &error);
-    EXPECT_TRUE(decoded) << error;
-    return decoded ? std::move(*decoded) : protocol::Message{};
+    return Answer(runner, results, std::move(request));
   };
   protocol::EmbedRequest score{.model = "c", .inputs = {"ab", "q"}};
   score.task = protocol::Task::kScore;
@@ -329,6 +335,45 @@ TEST_F(ModelRunnerTest, ScoresComeWithLabelsFromPairsAndTheirActivation) {
     protocol::ErrorBody body;
     ASSERT_TRUE(protocol::Decode(message.body(), &body, &error)) << error;
     EXPECT_EQ(body.code, ErrorCode::kBadRequest) << body.message;
+  }
+}
+
+// Issue 26: a kDecode request's inputs are token ids in decimal; the worker reads them and asks
+// the backend for their text, on the tokenizer thread, and refuses anything else in an input.
+class FakeDecoder : public testing::FakeBackend {
+ public:
+  std::string Decode(std::span<const std::int32_t> ids, bool skip_special) const override {
+    std::string out = skip_special ? "skip" : "keep";
+    for (const std::int32_t id : ids) out += ":" + std::to_string(id);
+    return out;
+  }
+};
+
+TEST_F(ModelRunnerTest, DecodeReadsDecimalIds) {
+  zmq::socket_t results(context_, zmq::socket_type::pull);
+  results.bind(kEndpoint);
+  results.set(zmq::sockopt::rcvtimeo, 3'000);
+  ModelRunner runner("w", {.name = "m", .version = 1, .dim = 4}, std::make_unique<FakeDecoder>(),
+                     context_, kEndpoint, RunnerOptions{});
+  const auto answer = [&](std::vector<std::string> inputs, bool skip) {
+    protocol::EmbedRequest request{.model = "m", .inputs = std::move(inputs)};
+    request.task = protocol::Task::kDecode;
+    request.skip_special_tokens = skip;
+    return Answer(runner, results, std::move(request));
+  };
+  std::string error;
+  protocol::EmbedReply reply;
+  const protocol::Message ok = answer({"101 7592  102", "", " 5"}, false);
+  ASSERT_EQ(ok.command, protocol::Command::kReply);
+  ASSERT_TRUE(protocol::Decode(ok.body(), &reply, &error)) << error;
+  EXPECT_EQ(reply.texts, (std::vector<std::string>{"keep:101:7592:102", "keep", "keep:5"}));
+  for (const char* bad : {"101 x", "-1", "1,2", "99999999999", "7 8x"}) {
+    SCOPED_TRACE(bad);
+    const protocol::Message refused = answer({bad}, true);
+    EXPECT_EQ(refused.command, protocol::Command::kError);
+    protocol::ErrorBody body;
+    ASSERT_TRUE(protocol::Decode(refused.body(), &body, &error)) << error;
+    EXPECT_EQ(body.code, ErrorCode::kBadRequest);
   }
 }
 

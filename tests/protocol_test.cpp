@@ -221,6 +221,28 @@ TEST(MessagesTest, TokenizeRepliesRoundTrip) {
   EXPECT_NE(error.find("must hold every counted token (7)"), std::string::npos) << error;
 }
 
+// Issue 26: a kDecode request (ids as decimal text, one sequence per input) and its texts.
+TEST(MessagesTest, DecodeRepliesRoundTrip) {
+  EmbedRequest request{.model = "m", .inputs = {"101 7592 102"}};
+  request.task = Task::kDecode;
+  request.skip_special_tokens = false;
+  EmbedRequest decoded;
+  std::string error;
+  ASSERT_TRUE(Decode(Encode(request), &decoded, &error)) << error;
+  EXPECT_EQ(decoded.task, Task::kDecode);
+  EXPECT_FALSE(decoded.skip_special_tokens);
+  EmbedReply reply;
+  reply.model = "m";
+  reply.count = 1;
+  reply.texts = {"[CLS] hello [SEP]"};
+  EmbedReply out;
+  ASSERT_TRUE(Decode(Encode(reply), &out, &error)) << error;
+  EXPECT_EQ(out.texts, reply.texts);
+  reply.texts.push_back("two");
+  EXPECT_FALSE(Decode(Encode(reply), &out, &error));
+  EXPECT_NE(error.find("'texts' has 2 texts for 1 inputs"), std::string::npos) << error;
+}
+
 TEST(MessagesTest, EmbedReplyRejectsWrongDataSize) {
   EmbedReply in;
   in.model = "m";

@@ -74,8 +74,8 @@ std::string Bytes(const std::function<void(Packer&)>& write) {
 std::string RequestWith(std::string_view field, const std::function<void(Packer&)>* value) {
   return Bytes([&](Packer& pk) {
     const std::vector<std::string_view> fields = {
-        "model",      "version",     "inputs", "timeout_ms", "truncate",
-        "dimensions", "prompt_name", "task",   "text_pairs", "raw_scores"};
+        "model",       "version", "inputs",     "timeout_ms", "truncate",           "dimensions",
+        "prompt_name", "task",    "text_pairs", "raw_scores", "skip_special_tokens"};
     pk.pack_map(static_cast<std::uint32_t>(fields.size() - (value == nullptr ? 1 : 0)));
     for (std::string_view f : fields) {
       if (f == field) {
@@ -94,7 +94,7 @@ std::string RequestWith(std::string_view field, const std::function<void(Packer&
         Key(pk, f), pk.pack(std::string("score"));
       } else if (f == "text_pairs") {  // the longest text of all: the header counts pairs too
         Key(pk, f), pk.pack(std::vector<std::string>{"a", "bbbbb", "", "c"});
-      } else if (f == "raw_scores") {
+      } else if (f == "raw_scores" || f == "skip_special_tokens") {
         Key(pk, f), pk.pack(true);
       } else {
         Key(pk, f), pk.pack(3u);
@@ -117,8 +117,9 @@ std::string Nested(int depth) {
 
 std::vector<Body> Bodies() {
   std::vector<Body> bodies;
-  for (std::string_view field : {"model", "version", "inputs", "timeout_ms", "truncate",
-                                 "dimensions", "prompt_name", "task", "text_pairs", "raw_scores"}) {
+  for (std::string_view field :
+       {"model", "version", "inputs", "timeout_ms", "truncate", "dimensions", "prompt_name", "task",
+        "text_pairs", "raw_scores", "skip_special_tokens"}) {
     bodies.push_back({std::string(field) + " missing", RequestWith(field, nullptr)});
     for (const auto& [name, value] : Values()) {
       bodies.push_back({std::string(field) + " = " + name, RequestWith(field, &value)});

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <zmq_addon.hpp>
 
 #include "common/protocol.h"
@@ -110,6 +111,7 @@ bool ModelRunner::Idle() {
 
 std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* request) {
   if (job.request.task == protocol::Task::kTokenize) return Tokenized(job);
+  if (job.request.task == protocol::Task::kDecode) return Decoded(job);
   const auto& inputs = job.request.inputs;
   // More texts than the queue holds could never fit: a permanent refusal, not OVERLOADED
   // (which the router retries), and before any of them is tokenized. (The batcher's options
@@ -205,12 +207,17 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
   return std::nullopt;
 }
 
-ModelRunner::Outcome ModelRunner::Tokenized(const Job& job) const {
+protocol::EmbedReply ModelRunner::ReplyTo(const Job& job) const {
   protocol::EmbedReply reply;
   reply.model = info_.name;
   reply.version = info_.version;
   reply.worker = worker_id_;
   reply.count = static_cast<std::uint32_t>(job.request.inputs.size());
+  return reply;
+}
+
+ModelRunner::Outcome ModelRunner::Tokenized(const Job& job) const {
+  protocol::EmbedReply reply = ReplyTo(job);
   for (std::size_t i = 0; i < job.request.inputs.size(); ++i) {
     try {
       engine::Backend::TextTokens t =
@@ -224,6 +231,37 @@ ModelRunner::Outcome ModelRunner::Tokenized(const Job& job) const {
     } catch (const std::exception& e) {
       return Outcome{
           job.request_id, ErrorCode::kInternal, "input " + std::to_string(i) + ": " + e.what(), {}};
+    }
+  }
+  return Outcome{job.request_id, std::nullopt, {}, {}, protocol::Encode(reply)};
+}
+
+ModelRunner::Outcome ModelRunner::Decoded(const Job& job) const {
+  protocol::EmbedReply reply = ReplyTo(job);
+  std::vector<std::int32_t> ids;
+  for (std::size_t i = 0; i < job.request.inputs.size(); ++i) {
+    // Decimal token ids separated by spaces.
+    const std::string& input = job.request.inputs[i];
+    ids.clear();
+    for (std::size_t at = input.find_first_not_of(' '); at != std::string::npos;
+         at = input.find_first_not_of(' ', at)) {
+      std::int32_t id = 0;
+      const auto [end, ec] = std::from_chars(input.data() + at, input.data() + input.size(), id);
+      const std::size_t stop = static_cast<std::size_t>(end - input.data());
+      if (ec != std::errc() || id < 0 || (stop < input.size() && input[stop] != ' ')) {
+        return Outcome{job.request_id,
+                       ErrorCode::kBadRequest,
+                       "input " + std::to_string(i) + ": token ids must be decimal numbers " +
+                           "separated by spaces",
+                       {}};
+      }
+      ids.push_back(id);
+      at = stop;
+    }
+    try {
+      reply.texts.push_back(backend_->Decode(ids, job.request.skip_special_tokens));
+    } catch (const Error& e) {
+      return Outcome{job.request_id, e.code(), "input " + std::to_string(i) + ": " + e.what(), {}};
     }
   }
   return Outcome{job.request_id, std::nullopt, {}, {}, protocol::Encode(reply)};

@@ -114,10 +114,13 @@ class ModelRunner {
   // A tokenizer task: Admit, then Queue under the lock, and wake the scheduler if it can act.
   void Intake(Job& job);
   // Checks a job (texts beyond max-queue, dimensions, prompt) and tokenizes it, outside the
-  // lock; a refusal or a tokenizer error becomes an Outcome, and so does a kTokenize job's
-  // answer (Tokenized), which never reaches the batcher.
+  // lock; a refusal or a tokenizer error becomes an Outcome, and so does a kTokenize or
+  // kDecode job's answer (Tokenized, Decoded), which never reaches the batcher.
   std::optional<Outcome> Admit(Job& job, Request* request);
   Outcome Tokenized(const Job& job) const;
+  Outcome Decoded(const Job& job) const;
+  // A reply to `job` naming this version and worker, with a place for each of its inputs.
+  protocol::EmbedReply ReplyTo(const Job& job) const;
   // Queues the admitted request's texts in the batcher, or refuses it into `done` when the
   // queue is full (OVERLOADED). Requires mu_.
   void Queue(const Job& job, Request request, std::vector<Outcome>* done);

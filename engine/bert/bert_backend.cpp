@@ -71,6 +71,14 @@ class BertBackend final : public Backend {
     }
   }
 
+  std::string Decode(std::span<const std::int32_t> ids, bool skip_special) const override {
+    try {
+      return tokenizer_.Decode(ids, skip_special);
+    } catch (const TokenizerError& e) {
+      throw Error(ErrorCode::kBadRequest, e.what());
+    }
+  }
+
   // Cut to the model's limit as Tokenize cuts.
   TextTokens TokenizeWithOffsets(std::string_view text, bool truncate) const override {
     try {

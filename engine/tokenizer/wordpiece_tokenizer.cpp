@@ -69,6 +69,7 @@ struct WordPieceTokenizer::Impl {
   TokenizerOptions options;
   bool strip_accents;
   std::vector<std::string> tokens;
+  std::string continuing_prefix;  // "##": a piece that continues a word (Decode glues it on)
   TokenMap word_start;    // Every token, as written (a word's first piece is looked up here).
   TokenMap continuation;  // Tokens with the continuation prefix, stored without it.
   size_t max_word_start_bytes = 0;
@@ -136,6 +137,7 @@ WordPieceTokenizer::Impl::Impl(WordPieceSpec spec)
     : options(spec.options),
       strip_accents(spec.options.strip_accents.value_or(spec.options.lowercase)),
       tokens(std::move(spec.tokens)),
+      continuing_prefix(spec.continuing_prefix),
       max_input_chars_per_word(spec.max_input_chars_per_word) {
   if (options.max_length < 2) BadConfig("max_length must be at least 2 ([CLS] and [SEP])");
   if (tokens.empty()) BadConfig("empty vocabulary");
@@ -522,6 +524,51 @@ OffsetEncoding WordPieceTokenizer::EncodeWithOffsets(std::string_view text, bool
   out.spans.push_back({});
   out.ids = std::move(sink.ids);
   out.truncated = sink.truncated;
+  return out;
+}
+
+std::string WordPieceTokenizer::Decode(std::span<const int32_t> ids, bool skip_special) const {
+  const Impl& impl = *impl_;
+  std::string out;
+  bool first = true;
+  for (const int32_t id : ids) {
+    if (id < 0 || static_cast<size_t>(id) >= impl.tokens.size()) {
+      throw TokenizerError(TokenizerErrorCode::kBadConfig,
+                           "token id " + std::to_string(id) + " is not in the vocabulary (0.." +
+                               std::to_string(impl.tokens.size() - 1) + ")");
+    }
+    if (skip_special &&
+        std::ranges::any_of(impl.specials, [&](const auto& s) { return s.second == id; })) {
+      continue;
+    }
+    std::string_view token = impl.tokens[static_cast<size_t>(id)];
+    // HF's WordPiece decoder: a continuation joins the piece before it, any other piece gets a
+    // space before it; then each piece is cleaned up on its own (" ." -> ".", " ," -> ",", ...).
+    std::string piece;
+    if (!first && token.starts_with(impl.continuing_prefix)) {
+      piece = token.substr(impl.continuing_prefix.size());
+    } else {
+      piece = (first ? "" : " ") + std::string(token);
+    }
+    first = false;
+    for (const auto& [from, to] : {std::pair<std::string_view, std::string_view>{" .", "."},
+                                   {" ?", "?"},
+                                   {" !", "!"},
+                                   {" ,", ","},
+                                   {" ' ", "'"},
+                                   {" n't", "n't"},
+                                   {" 'm", "'m"},
+                                   {" do not", " don't"},
+                                   {" 's", "'s"},
+                                   {" 've", "'ve"},
+                                   {" 're", "'re"}}) {
+      for (size_t at = piece.find(from); at != std::string::npos; at = piece.find(from, at)) {
+        piece.replace(at, from.size(), to);
+        at += to.size();
+      }
+    }
+    out += piece;
+  }
   return out;
 }
 

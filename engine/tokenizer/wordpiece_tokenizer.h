@@ -35,6 +35,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -160,6 +161,12 @@ class WordPieceTokenizer {
   // without, throws kTooLong. Throws kBadUtf8 for malformed UTF-8 in either text.
   PairEncoding EncodePair(std::string_view first, std::string_view second, bool truncate,
                           size_t max_length = 0) const;
+
+  // The text of `ids` as HF tokenizers' WordPiece decoder writes it (TEI's /decode): pieces
+  // joined by spaces, a "##" continuation glued to the piece before, each piece's " ." " ,"
+  // " ?" " !" (and the other contractions of its clean-up) closed up; special tokens
+  // left out when `skip_special`. Throws kBadConfig for an id outside the vocabulary.
+  std::string Decode(std::span<const int32_t> ids, bool skip_special) const;
 
   size_t vocab_size() const;  // Number of ids (= lines of vocab.txt).
   int32_t pad_id() const;

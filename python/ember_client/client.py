@@ -54,6 +54,8 @@ class Embeddings:
         self.token_pieces = list(reply.get("token_pieces") or [])
         spans = list(reply.get("token_spans") or [])
         self.token_spans = list(zip(spans[0::2], spans[1::2]))
+        # A decode's (dim 0, no vectors): one text per sequence of ids.
+        self.texts = list(reply.get("texts") or [])
         self._rows = protocol.vectors(reply)
 
     def __len__(self):
@@ -316,6 +318,21 @@ class Client:
             raise InternalError("worker %r answered a tokenize with something else"
                                 % tokens.worker)
         return tokens
+
+    def decode(self, model, ids, skip_special_tokens=True, version=0, timeout=None,
+               attempts=None):
+        """The text of each sequence of token ids in ``ids`` (a list of lists of int) with
+        ``model``'s tokenizer, as HF tokenizers' decode writes it (TEI's /decode)."""
+        ids = [list(map(int, sequence)) for sequence in ids]
+        if any(i < 0 for sequence in ids for i in sequence):
+            raise ValueError("token ids are integers from 0")
+        decoded = self._request(model, [" ".join(map(str, s)) for s in ids], timeout, attempts,
+                                version=version, task="decode",
+                                skip_special_tokens=skip_special_tokens)
+        if len(decoded.texts) != len(ids):  # a worker older than decode embedded the ids
+            raise InternalError("worker %r answered a decode with something else"
+                                % decoded.worker)
+        return decoded.texts
 
     def rerank(self, model, query, texts, top_n=0, **kwargs):
         """Scores each of ``texts`` against ``query`` with a cross-encoder ``model`` and returns

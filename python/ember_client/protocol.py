@@ -67,7 +67,8 @@ def unpack(body):
 
 
 def embed_request(model, inputs, version=0, timeout_ms=0, truncate=True, dimensions=0,
-                  prompt_name="", pairs=None, raw_scores=None, task=None):
+                  prompt_name="", pairs=None, raw_scores=None, task=None,
+                  skip_special_tokens=True):
     """An EmbedRequest; with raw_scores not None, a score (task "score") of the inputs, each
     paired with pairs[i] when pairs is given; with task="tokenize", a tokenization."""
     body = {"model": model, "version": version, "inputs": list(inputs),
@@ -78,6 +79,8 @@ def embed_request(model, inputs, version=0, timeout_ms=0, truncate=True, dimensi
         body["prompt_name"] = prompt_name
     if task is not None:
         body["task"] = task
+    if not skip_special_tokens:
+        body["skip_special_tokens"] = False
     if raw_scores is not None:
         body["task"] = "score"
         body["raw_scores"] = bool(raw_scores)

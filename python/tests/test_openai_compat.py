@@ -214,8 +214,9 @@ class OpenAiCompatTest(unittest.TestCase):
             vectors = np.array(json.loads(response.read()), dtype=np.float32)
         self.assertLessEqual(float(np.abs(vectors - self.st).max()), 1e-5)
 
-    def tokenize(self, body):
-        request = urllib.request.Request(self.base + "/tokenize", data=json.dumps(body).encode(),
+    def post(self, path, body):
+        """(status, parsed JSON body) of a POST to the gateway."""
+        request = urllib.request.Request(self.base + path, data=json.dumps(body).encode(),
                                          headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
@@ -229,7 +230,7 @@ class OpenAiCompatTest(unittest.TestCase):
         # as HF tokenizers' offsets give them (characters there, bytes here, as TEI reports).
         texts = TEXTS + ["emoji \U0001F600 and \uFB01 ligature \u0130stanbul \u03a3\u0391\u03a3",
                          "e\u0301 combining [SEP] inside,\u00a0nbsp"]
-        status, reply = self.tokenize({"inputs": texts})
+        status, reply = self.post("/tokenize", {"inputs": texts})
         self.assertEqual(status, 200, reply)
         self.assertEqual(len(reply), len(texts))
         for text, tokens in zip(texts, reply):
@@ -245,22 +246,39 @@ class OpenAiCompatTest(unittest.TestCase):
                     self.assertEqual((t["start"], t["stop"]), (to_bytes[start], to_bytes[stop]))
                     self.assertEqual(t["text"], text[start:stop])
         # Without the special tokens, and one string alone.
-        status, reply = self.tokenize({"inputs": "Hello, world!", "add_special_tokens": False})
+        status, reply = self.post("/tokenize", {"inputs": "Hello, world!", "add_special_tokens": False})
         self.assertEqual(status, 200, reply)
         self.assertEqual([t["text"] for t in reply[0]], ["Hello", ",", "world", "!"])  # as written
+
+    def test_tei_decode_equals_hf_tokenizers(self):
+        sequences = [self.tokenizer.encode(t).ids for t in TEXTS + ["Don't stop: it's 3.5 , ok ?"]]
+        sequences.append([100, 7592, 0, 102, 2015, 2015])  # [UNK], [PAD], a leading "##s"
+        for skip in (True, False):
+            status, reply = self.post("/decode", {"ids": sequences, "skip_special_tokens": skip})
+            self.assertEqual(status, 200, reply)
+            self.assertEqual(reply, [self.tokenizer.decode(s, skip_special_tokens=skip)
+                                     for s in sequences])
+        status, reply = self.post("/decode", {"ids": sequences[0]})  # one sequence alone
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(reply, [self.tokenizer.decode(sequences[0])])
+        for body in ({}, {"ids": []}, {"ids": "1 2"}, {"ids": [-1]}, {"ids": [1, [2]]},
+                     {"ids": [30522]}, {"ids": [1], "skip_special_tokens": 1}):
+            status, reply = self.post("/decode", body)
+            self.assertEqual(status, 400, body)
+            self.assertEqual(reply["error_type"], "Validation")
 
     def test_tei_tokenize_bad_input_is_400(self):
         for body in ({}, {"inputs": []}, {"inputs": [1]}, {"inputs": "a", "prompt_name": "q"},
                      {"inputs": "a", "add_special_tokens": "no"}):
-            status, reply = self.tokenize(body)
+            status, reply = self.post("/tokenize", body)
             self.assertEqual(status, 400, body)
             self.assertEqual(reply["error_type"], "Validation")
         # Over the model's 256 tokens: cut there, or TOO_LONG without truncation.
         long_text = " ".join(["word"] * 300)
-        status, reply = self.tokenize({"inputs": long_text})
+        status, reply = self.post("/tokenize", {"inputs": long_text})
         self.assertEqual(status, 200)
         self.assertEqual(len(reply[0]), 256)
-        status, reply = self.tokenize({"inputs": long_text, "truncate": False})
+        status, reply = self.post("/tokenize", {"inputs": long_text, "truncate": False})
         self.assertEqual(status, 400)
         self.assertIn("256", reply["error"])
 

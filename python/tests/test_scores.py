@@ -252,6 +252,9 @@ class ScoresTest(unittest.TestCase):
             "t = client.tokenize('minilm', %r)\n"
             "print(json.dumps({'tokens': t.tokens, 'ids': t.token_ids, 'spans': t.token_spans}))"
             % texts)
+        decoded = self.python_client("print(json.dumps(client.decode('minilm', %r)))" % want_ids)
+        self.assertEqual(decoded, [tokenizer.decode(ids, skip_special_tokens=True)
+                                   for ids in want_ids])
         self.assertEqual(got["tokens"], [len(ids) for ids in want_ids])
         self.assertEqual(got["ids"], [i for ids in want_ids for i in ids])
         self.assertEqual(got["spans"], [s for spans in want_spans for s in spans])
