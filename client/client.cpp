@@ -144,45 +144,36 @@ std::string Client::CallOnce(std::uint8_t command, const std::string& body,
 
 Embeddings Client::Embed(std::string_view model, const std::vector<std::string>& texts,
                          const EmbedOptions& options) {
-  int attempts = 0;
-  const std::string body = Call(static_cast<std::uint8_t>(Command::kRequest),
-                                embed_call::EncodeRequest(model, texts, options), options.timeout,
-                                AttemptsFor(options.attempts), Resend::kIfUnanswered, &attempts);
-  return embed_call::EmbeddingsOf(body, texts.size(), attempts, routers_.endpoint(connected_));
+  return Request(embed_call::EncodeRequest(model, texts, options), texts.size(), options,
+                 protocol::Task::kEmbed);
 }
 
 Embeddings Client::Tokenize(std::string_view model, const std::vector<std::string>& texts,
                             const EmbedOptions& options) {
-  int attempts = 0;
-  const std::string body =
-      Call(static_cast<std::uint8_t>(Command::kRequest),
-           embed_call::EncodeTokenizeRequest(model, texts, options), options.timeout,
-           AttemptsFor(options.attempts), Resend::kIfUnanswered, &attempts);
-  return embed_call::EmbeddingsOf(body, texts.size(), attempts, routers_.endpoint(connected_),
-                                  protocol::Task::kTokenize);
+  return Request(embed_call::EncodeTokenizeRequest(model, texts, options), texts.size(), options,
+                 protocol::Task::kTokenize);
 }
 
 Embeddings Client::Decode(std::string_view model,
                           const std::vector<std::vector<std::uint32_t>>& ids,
                           const EmbedOptions& options) {
-  int attempts = 0;
-  const std::string body =
-      Call(static_cast<std::uint8_t>(Command::kRequest),
-           embed_call::EncodeDecodeRequest(model, ids, options), options.timeout,
-           AttemptsFor(options.attempts), Resend::kIfUnanswered, &attempts);
-  return embed_call::EmbeddingsOf(body, ids.size(), attempts, routers_.endpoint(connected_),
-                                  protocol::Task::kDecode);
+  return Request(embed_call::EncodeDecodeRequest(model, ids, options), ids.size(), options,
+                 protocol::Task::kDecode);
 }
 
 Embeddings Client::Score(std::string_view model, const std::vector<std::string>& texts,
                          const std::vector<std::string>& pairs, const EmbedOptions& options) {
+  return Request(embed_call::EncodeScoreRequest(model, texts, pairs, options), texts.size(),
+                 options, protocol::Task::kScore);
+}
+
+Embeddings Client::Request(const std::string& body, std::size_t texts, const EmbedOptions& options,
+                           protocol::Task task) {
   int attempts = 0;
-  const std::string body =
-      Call(static_cast<std::uint8_t>(Command::kRequest),
-           embed_call::EncodeScoreRequest(model, texts, pairs, options), options.timeout,
+  const std::string reply =
+      Call(static_cast<std::uint8_t>(Command::kRequest), body, options.timeout,
            AttemptsFor(options.attempts), Resend::kIfUnanswered, &attempts);
-  return embed_call::EmbeddingsOf(body, texts.size(), attempts, routers_.endpoint(connected_),
-                                  protocol::Task::kScore);
+  return embed_call::EmbeddingsOf(reply, texts, attempts, routers_.endpoint(connected_), task);
 }
 
 protocol::StatusReply Client::Status(std::chrono::milliseconds timeout) {

@@ -190,6 +190,10 @@ class Client {
                    int attempts, Resend resend, int* used = nullptr);
   std::string CallOnce(std::uint8_t command, const std::string& body,
                        std::chrono::milliseconds timeout);
+  // A REQUEST (`body`, of `texts` texts) and its answer to `task`, as Embed and the rest return
+  // it (embed_call::EmbeddingsOf).
+  Embeddings Request(const std::string& body, std::size_t texts, const EmbedOptions& options,
+                     protocol::Task task);
   void Connect(std::size_t router);
   std::unique_ptr<RouterConnection> Open(std::size_t router) const;
   // Away from home: probes it in the background, and moves there once the probe connects.

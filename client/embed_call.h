@@ -40,7 +40,7 @@ Error ErrorOf(std::string_view body);
 // worker from before scores or tokenize embeds the texts: the reply then has no labels or
 // tokens).
 Embeddings EmbeddingsOf(std::string_view body, std::size_t texts, int attempts, std::string router,
-                        protocol::Task task = protocol::Task::kEmbed);
+                        protocol::Task task);
 
 }  // namespace ember::embed_call
 

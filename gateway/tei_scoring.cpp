@@ -115,9 +115,8 @@ std::string FormatPredictResponse(const PredictRequest& request, const Embedding
     std::ranges::stable_sort(order, [&](std::size_t a, std::size_t b) { return row[a] > row[b]; });
     json predictions = json::array();
     for (const std::size_t k : order) {
-      predictions.push_back(
-          {{"score", row[k]},
-           {"label", k < labels.size() ? labels[k] : "LABEL_" + std::to_string(k)}});
+      // A score reply names every label (the SDK refuses one that does not).
+      predictions.push_back({{"score", row[k]}, {"label", labels[k]}});
     }
     if (!request.batch) return predictions.dump(-1, ' ', false, json::error_handler_t::replace);
     out.push_back(std::move(predictions));

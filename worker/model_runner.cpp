@@ -391,6 +391,8 @@ void ModelRunner::RunBatch(std::vector<BatchItem> batch, Clock::time_point forme
   const auto took = Clock::now() - start;
   if (slowdown_ > 1.0) std::this_thread::sleep_for(took * (slowdown_ - 1.0));
   lock.lock();
+  // The trace is for --log-level debug: without it, none of its work is done under the lock.
+  const bool tracing = spdlog::should_log(spdlog::level::debug);
   BatchTrace trace{.texts = items.size(),
                    .tokens = ids.tokens(),
                    .running = running,
@@ -399,9 +401,11 @@ void ModelRunner::RunBatch(std::vector<BatchItem> batch, Clock::time_point forme
                    .start = start,
                    .ran = took,
                    .locked = Clock::now()};
-  for (const BatchItem& item : items) {
-    trace.oldest = std::min(trace.oldest, item.enqueued);
-    trace.newest = std::max(trace.newest, item.enqueued);
+  if (tracing) {
+    for (const BatchItem& item : items) {
+      trace.oldest = std::min(trace.oldest, item.enqueued);
+      trace.newest = std::max(trace.newest, item.enqueued);
+    }
   }
 
   const std::size_t dim = info_.dim;
@@ -424,15 +428,17 @@ void ModelRunner::RunBatch(std::vector<BatchItem> batch, Clock::time_point forme
                 r.vectors.begin() + static_cast<std::ptrdiff_t>(items[k].index * dim));
     r.largest_batch = std::max(r.largest_batch, items.size());
     if (--r.remaining == 0) {
-      const auto stay = trace.locked - r.received;
-      trace.stay_sum += stay;
-      trace.stay_max = std::max(trace.stay_max, stay);
-      ++trace.answered;
+      if (tracing) {
+        const auto stay = trace.locked - r.received;
+        trace.stay_sum += stay;
+        trace.stay_max = std::max(trace.stay_max, stay);
+        ++trace.answered;
+      }
       done->push_back(Outcome{it->first, std::nullopt, {}, std::move(r)});
       requests_.erase(it);
     }
   }
-  if (spdlog::should_log(spdlog::level::debug)) LogBatch(trace);
+  if (tracing) LogBatch(trace);
 }
 
 void ModelRunner::LogBatch(const BatchTrace& t) const {

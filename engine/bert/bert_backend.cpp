@@ -34,25 +34,20 @@ class BertBackend final : public Backend {
   bool normalizes() const override { return model_->normalize(); }
   const Prompts& prompts() const override { return prompts_; }
 
-  // The tokenizer's own limit may exceed the model's (512 vs a
-  // sentence-transformers max_seq_length of 256): cut to the model's, keeping
-  // [SEP] last, exactly as truncating to it in the tokenizer would.
+  // The tokenizer's own limit may exceed the model's (512 vs a sentence-transformers
+  // max_seq_length of 256): truncating, the tokenizer stops at the model's (no piece past it is
+  // made); not truncating, a text over it is TOO_LONG, naming its length.
   std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
     std::vector<std::int32_t> ids;
     try {
-      ids = tokenizer_.Encode(text, truncate).ids;
+      ids = tokenizer_.Encode(text, truncate, truncate ? max_length_ : 0).ids;
     } catch (const TokenizerError& e) {
       throw Error(TokenizerErrorCodeOf(e), e.what());
     }
     if (ids.size() > max_length_) {
-      if (!truncate) {
-        throw Error(ErrorCode::kTooLong, "text has " + std::to_string(ids.size()) +
-                                             " tokens; the model takes at most " +
-                                             std::to_string(max_length_));
-      }
-      const std::int32_t sep = ids.back();
-      ids.resize(max_length_ - 1);
-      ids.push_back(sep);
+      throw Error(ErrorCode::kTooLong, "text has " + std::to_string(ids.size()) +
+                                           " tokens; the model takes at most " +
+                                           std::to_string(max_length_));
     }
     return ids;
   }

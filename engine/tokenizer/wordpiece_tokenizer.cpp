@@ -65,6 +65,13 @@ struct WordPieceTokenizer::Impl {
   // `src`: where each byte of `token` came from in the text (null when the sink keeps no spans).
   void EncodeWordPiece(std::string_view token, const TokenSpan* src, Sink& sink) const;
   std::optional<int32_t> MatchSpecial(std::string_view text, size_t pos, size_t* len) const;
+  // A call's max_length: as asked (0: the options'), never above the options'.
+  size_t Limit(size_t max_length) const {
+    return max_length == 0 ? options.max_length : std::min(max_length, options.max_length);
+  }
+  // Encode, and with `spans` EncodeWithOffsets: [CLS] pieces... [SEP] within max_length.
+  Encoding EncodeSingle(std::string_view text, bool truncate, size_t max_length,
+                        std::vector<TokenSpan>* spans) const;
 
   TokenizerOptions options;
   bool strip_accents;
@@ -449,16 +456,25 @@ void WordPieceTokenizer::Impl::EncodeText(std::string_view text, Sink& sink) con
   if (!sink.full()) EncodeFragment(text.substr(fragment_start), fragment_start, sink);
 }
 
-Encoding WordPieceTokenizer::Encode(std::string_view text, bool truncate) const {
-  const Impl& impl = *impl_;
+Encoding WordPieceTokenizer::Impl::EncodeSingle(std::string_view text, bool truncate,
+                                                size_t max_length,
+                                                std::vector<TokenSpan>* spans) const {
   ValidateUtf8(text);
-
-  Impl::Sink sink(impl.options.max_length - 2, truncate, impl.options.max_length);
-  sink.ids.reserve(std::min(impl.options.max_length, text.size() / 4 + 16));
-  sink.ids.push_back(impl.cls_id);
-  impl.EncodeText(text, sink);
-  sink.ids.push_back(impl.sep_id);
+  max_length = Limit(max_length);
+  if (max_length < 2) BadConfig("max_length must be at least 2 ([CLS] and [SEP])");
+  Sink sink(max_length - 2, truncate, max_length);
+  sink.spans = spans;
+  sink.ids.reserve(std::min(max_length, text.size() / 4 + 16));
+  sink.ids.push_back(cls_id);
+  if (spans != nullptr) spans->push_back({});  // [CLS] and [SEP] come from nowhere
+  EncodeText(text, sink);
+  sink.ids.push_back(sep_id);
+  if (spans != nullptr) spans->push_back({});
   return Encoding{std::move(sink.ids), sink.truncated};
+}
+
+Encoding WordPieceTokenizer::Encode(std::string_view text, bool truncate, size_t max_length) const {
+  return impl_->EncodeSingle(text, truncate, max_length, nullptr);
 }
 
 PairEncoding WordPieceTokenizer::EncodePair(std::string_view first, std::string_view second,
@@ -466,8 +482,7 @@ PairEncoding WordPieceTokenizer::EncodePair(std::string_view first, std::string_
   const Impl& impl = *impl_;
   ValidateUtf8(first);
   ValidateUtf8(second);
-  max_length =
-      max_length == 0 ? impl.options.max_length : std::min(max_length, impl.options.max_length);
+  max_length = impl.Limit(max_length);
   if (max_length < 3) BadConfig("max_length must be at least 3 for a pair ([CLS], 2 x [SEP])");
   // Both texts whole: which one is longer decides the cut.
   const size_t unlimited = std::numeric_limits<size_t>::max();
@@ -509,21 +524,10 @@ PairEncoding WordPieceTokenizer::EncodePair(std::string_view first, std::string_
 
 OffsetEncoding WordPieceTokenizer::EncodeWithOffsets(std::string_view text, bool truncate,
                                                      size_t max_length) const {
-  const Impl& impl = *impl_;
-  ValidateUtf8(text);
-  max_length =
-      max_length == 0 ? impl.options.max_length : std::min(max_length, impl.options.max_length);
-  if (max_length < 2) BadConfig("max_length must be at least 2 ([CLS] and [SEP])");
   OffsetEncoding out;
-  Impl::Sink sink(max_length - 2, truncate, max_length);
-  sink.spans = &out.spans;
-  sink.ids.push_back(impl.cls_id);
-  out.spans.push_back({});
-  impl.EncodeText(text, sink);
-  sink.ids.push_back(impl.sep_id);
-  out.spans.push_back({});
-  out.ids = std::move(sink.ids);
-  out.truncated = sink.truncated;
+  Encoding e = impl_->EncodeSingle(text, truncate, max_length, &out.spans);
+  out.ids = std::move(e.ids);
+  out.truncated = e.truncated;
   return out;
 }
 

@@ -141,10 +141,11 @@ class WordPieceTokenizer {
   static WordPieceTokenizer FromTokens(std::vector<std::string> tokens,
                                        const TokenizerOptions& options = {});
 
-  // Tokenizes `text` into [CLS] pieces... [SEP]. If more than max_length ids would result,
-  // keeps the first max_length-2 pieces when `truncate`, else throws kTooLong.
-  // Throws kBadUtf8 for malformed UTF-8 (even when the bad bytes lie past the cut).
-  Encoding Encode(std::string_view text, bool truncate) const;
+  // Tokenizes `text` into [CLS] pieces... [SEP]. If more than max_length ids would result
+  // (0: the options' max_length; never above it), keeps the first max_length-2 pieces when
+  // `truncate`, else throws kTooLong. Throws kBadUtf8 for malformed UTF-8 (even when the bad
+  // bytes lie past the cut).
+  Encoding Encode(std::string_view text, bool truncate, size_t max_length = 0) const;
 
   // Encode's ids (at most max_length: 0 is the options' max_length, never above it) with the
   // bytes of `text` each came from, as HF tokenizers' offsets give them (in bytes rather than
