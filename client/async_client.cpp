@@ -30,7 +30,7 @@ struct Request {
   protocol::Task task = protocol::Task::kEmbed;  // what the reply must answer
   std::chrono::milliseconds timeout{};
   int attempts = 1;  // in all
-  std::promise<Embeddings> promise;
+  AsyncClient::Callback done;
   // Owned by the I/O thread from here on.
   int attempt = 0;
   bool sent = false;  // this attempt left for the router
@@ -66,9 +66,9 @@ struct AsyncClient::Impl {
   void FailOver(ErrorCode code, const std::string& message, Clock::time_point now);
   void Connect(std::size_t router, Clock::time_point now);
   void Schedule(std::uint64_t id, Request& r, Clock::time_point now);
-  // Settles the request: it leaves the books first (in_flight() never counts a request whose
-  // future is ready), and its promise is returned for the caller to fulfil.
-  std::promise<Embeddings> Finish(std::unordered_map<std::uint64_t, Request>::iterator it);
+  // Settles the request with `outcome`: it leaves the books first (in_flight() never counts a
+  // request whose outcome is out), then its callback runs.
+  void Finish(std::unordered_map<std::uint64_t, Request>::iterator it, Outcome outcome);
   void Fail(std::unordered_map<std::uint64_t, Request>::iterator it, Error error);
 
   const ClientOptions options;
@@ -115,45 +115,91 @@ AsyncClient::~AsyncClient() {
 
 std::size_t AsyncClient::in_flight() const { return impl_->in_flight.load(); }
 
+namespace {
+
+// A callback that fulfils a promise, for the future-returning calls.
+AsyncClient::Callback Fulfil(std::future<Embeddings>* future) {
+  auto promise = std::make_shared<std::promise<Embeddings>>();
+  *future = promise->get_future();
+  return [promise](AsyncClient::Outcome outcome) {
+    if (Error* error = std::get_if<Error>(&outcome)) {
+      promise->set_exception(std::make_exception_ptr(std::move(*error)));
+    } else {
+      promise->set_value(std::move(std::get<Embeddings>(outcome)));
+    }
+  };
+}
+
+}  // namespace
+
 std::future<Embeddings> AsyncClient::Embed(std::string_view model, std::vector<std::string> texts,
                                            const EmbedOptions& options) {
+  std::future<Embeddings> future;
+  Embed(model, std::move(texts), options, Fulfil(&future));
+  return future;
+}
+
+void AsyncClient::Embed(std::string_view model, std::vector<std::string> texts,
+                        const EmbedOptions& options, Callback done) {
   const std::size_t count = texts.size();  // before the texts move into the body
-  return Queue(embed_call::EncodeRequest(model, std::move(texts), options), count, options,
-               protocol::Task::kEmbed);
+  Queue(embed_call::EncodeRequest(model, std::move(texts), options), count, options,
+        protocol::Task::kEmbed, std::move(done));
 }
 
 std::future<Embeddings> AsyncClient::Tokenize(std::string_view model,
                                               std::vector<std::string> texts,
                                               const EmbedOptions& options) {
+  std::future<Embeddings> future;
+  Tokenize(model, std::move(texts), options, Fulfil(&future));
+  return future;
+}
+
+void AsyncClient::Tokenize(std::string_view model, std::vector<std::string> texts,
+                           const EmbedOptions& options, Callback done) {
   const std::size_t count = texts.size();
-  return Queue(embed_call::EncodeTokenizeRequest(model, std::move(texts), options), count, options,
-               protocol::Task::kTokenize);
+  Queue(embed_call::EncodeTokenizeRequest(model, std::move(texts), options), count, options,
+        protocol::Task::kTokenize, std::move(done));
 }
 
 std::future<Embeddings> AsyncClient::Decode(std::string_view model,
                                             const std::vector<std::vector<std::uint32_t>>& ids,
                                             const EmbedOptions& options) {
-  return Queue(embed_call::EncodeDecodeRequest(model, ids, options), ids.size(), options,
-               protocol::Task::kDecode);
+  std::future<Embeddings> future;
+  Decode(model, ids, options, Fulfil(&future));
+  return future;
+}
+
+void AsyncClient::Decode(std::string_view model, const std::vector<std::vector<std::uint32_t>>& ids,
+                         const EmbedOptions& options, Callback done) {
+  Queue(embed_call::EncodeDecodeRequest(model, ids, options), ids.size(), options,
+        protocol::Task::kDecode, std::move(done));
 }
 
 std::future<Embeddings> AsyncClient::Score(std::string_view model, std::vector<std::string> texts,
                                            std::vector<std::string> pairs,
                                            const EmbedOptions& options) {
-  const std::size_t count = texts.size();
-  return Queue(embed_call::EncodeScoreRequest(model, std::move(texts), std::move(pairs), options),
-               count, options, protocol::Task::kScore);
+  std::future<Embeddings> future;
+  Score(model, std::move(texts), std::move(pairs), options, Fulfil(&future));
+  return future;
 }
 
-std::future<Embeddings> AsyncClient::Queue(std::string body, std::size_t texts,
-                                           const EmbedOptions& options, protocol::Task task) {
+void AsyncClient::Score(std::string_view model, std::vector<std::string> texts,
+                        std::vector<std::string> pairs, const EmbedOptions& options,
+                        Callback done) {
+  const std::size_t count = texts.size();
+  Queue(embed_call::EncodeScoreRequest(model, std::move(texts), std::move(pairs), options), count,
+        options, protocol::Task::kScore, std::move(done));
+}
+
+void AsyncClient::Queue(std::string body, std::size_t texts, const EmbedOptions& options,
+                        protocol::Task task, Callback done) {
   Request r;
   r.texts = texts;
   r.task = task;
   r.timeout = options.timeout;
   r.attempts = options.attempts > 0 ? options.attempts : impl_->router_count;
   r.body = std::move(body);
-  std::future<Embeddings> future = r.promise.get_future();
+  r.done = std::move(done);
   ++impl_->in_flight;
   std::lock_guard lock(impl_->mu);
   impl_->queued.push_back(std::move(r));
@@ -161,7 +207,6 @@ std::future<Embeddings> AsyncClient::Queue(std::string body, std::size_t texts,
     impl_->signalled = true;
     impl_->wake_in.send(zmq::str_buffer("x"), zmq::send_flags::dontwait);
   }
-  return future;
 }
 
 void AsyncClient::Impl::Connect(std::size_t to, Clock::time_point now) {
@@ -179,17 +224,17 @@ void AsyncClient::Impl::Schedule(std::uint64_t id, Request& r, Clock::time_point
   unsent.push_back(id);
 }
 
-std::promise<Embeddings> AsyncClient::Impl::Finish(
-    std::unordered_map<std::uint64_t, Request>::iterator it) {
-  std::promise<Embeddings> promise = std::move(it->second.promise);
+void AsyncClient::Impl::Finish(std::unordered_map<std::uint64_t, Request>::iterator it,
+                               Outcome outcome) {
+  const Callback done = std::move(it->second.done);
   deadlines.erase(it->second.deadline);
   pending.erase(it);
   --in_flight;
-  return promise;
+  done(std::move(outcome));
 }
 
 void AsyncClient::Impl::Fail(std::unordered_map<std::uint64_t, Request>::iterator it, Error error) {
-  Finish(it).set_exception(std::make_exception_ptr(std::move(error)));
+  Finish(it, std::move(error));
 }
 
 void AsyncClient::Impl::TakeQueued(Clock::time_point now) {
@@ -272,7 +317,7 @@ void AsyncClient::Impl::Receive(Clock::time_point now) {
     try {
       Embeddings e = embed_call::EmbeddingsOf(message.body(), r.texts, attempt,
                                               routers.endpoint(router), r.task);
-      Finish(it).set_value(std::move(e));
+      Finish(it, std::move(e));
     } catch (const Error& e) {
       Fail(it, e);
     }

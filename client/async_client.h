@@ -7,6 +7,9 @@
 //   for (const std::string& text : texts) replies.push_back(client.Embed("minilm", {text}));
 //   for (auto& reply : replies) Use(reply.get());  // ember::Error on failure, as Client::Embed
 //
+// Or with a callback instead of a future, for an event loop that must never block on one
+// (ember-gateway): client.Embed("minilm", {text}, {}, [](ember::AsyncClient::Outcome o) {...});
+//
 // Thread-safe: any thread may call Embed at any time. The request is encoded on the caller's
 // thread and handed to an I/O thread of the client's own, which owns the router connection,
 // sends, matches replies by request id and fulfils the futures.
@@ -26,10 +29,12 @@
 #define EMBER_CLIENT_ASYNC_CLIENT_H_
 
 #include <cstddef>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "client/client.h"
@@ -47,30 +52,45 @@ class AsyncClient {
   AsyncClient(const AsyncClient&) = delete;
   AsyncClient& operator=(const AsyncClient&) = delete;
 
+  // How a request ended: its reply, or the error (typed code) Client::Embed would have thrown.
+  using Outcome = std::variant<Embeddings, Error>;
+  // Called exactly once per request, on the client's I/O thread, after the request has left
+  // in_flight(). It holds up every other request of the client while it runs: hand anything
+  // longer than a few microseconds to a thread of your own. It must not throw.
+  using Callback = std::function<void(Outcome)>;
+
   // Queues an embedding of `texts` with `model` and returns at once. The future yields the
   // vectors or throws ember::Error (typed code) exactly as Client::Embed would.
   std::future<Embeddings> Embed(std::string_view model, std::vector<std::string> texts,
                                 const EmbedOptions& options = {});
+  void Embed(std::string_view model, std::vector<std::string> texts, const EmbedOptions& options,
+             Callback done);
   // Queues a tokenization of `texts` with `model`, as Client::Tokenize.
   std::future<Embeddings> Tokenize(std::string_view model, std::vector<std::string> texts,
                                    const EmbedOptions& options = {});
+  void Tokenize(std::string_view model, std::vector<std::string> texts, const EmbedOptions& options,
+                Callback done);
   // Queues a decode of `ids` with `model`, as Client::Decode.
   std::future<Embeddings> Decode(std::string_view model,
                                  const std::vector<std::vector<std::uint32_t>>& ids,
                                  const EmbedOptions& options = {});
+  void Decode(std::string_view model, const std::vector<std::vector<std::uint32_t>>& ids,
+              const EmbedOptions& options, Callback done);
   // Queues a score of `texts` (each paired with pairs[i] when `pairs` is not empty) with a
   // cross-encoder or classifier `model`, as Client::Score.
   std::future<Embeddings> Score(std::string_view model, std::vector<std::string> texts,
                                 std::vector<std::string> pairs, const EmbedOptions& options = {});
+  void Score(std::string_view model, std::vector<std::string> texts, std::vector<std::string> pairs,
+             const EmbedOptions& options, Callback done);
 
   // Requests queued or sent and not yet answered.
   std::size_t in_flight() const;
 
  private:
   struct Impl;
-  // Queues an encoded request of `texts` texts for `task`.
-  std::future<Embeddings> Queue(std::string body, std::size_t texts, const EmbedOptions& options,
-                                protocol::Task task);
+  // Queues an encoded request of `texts` texts for `task`; `done` gets its outcome.
+  void Queue(std::string body, std::size_t texts, const EmbedOptions& options, protocol::Task task,
+             Callback done);
 
   std::unique_ptr<Impl> impl_;
 };

@@ -1,9 +1,10 @@
-// ember::Client objects for the gateway's HTTP handler threads.
+// ember::Client objects for the gateway's control threads (status for /health and
+// /v1/models; embeddings go through its AsyncClient).
 //
 // A Client owns a ZeroMQ socket, which only one thread may use at a time, so
-// handlers never share one: each takes a Client from the pool for the length
+// threads never share one: each takes a Client from the pool for the length
 // of one HTTP request and gives it back afterwards. The pool grows to the
-// number of handlers that ever ran at once (at most the HTTP thread count),
+// number of requests that ever ran at once (at most the control thread count),
 // and never blocks.
 #ifndef EMBER_GATEWAY_CLIENT_POOL_H_
 #define EMBER_GATEWAY_CLIENT_POOL_H_

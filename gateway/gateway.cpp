@@ -1,9 +1,10 @@
 #include "gateway/gateway.h"
 
 #include <fmt/ranges.h>
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -18,7 +19,10 @@ namespace ember::gateway {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr const char* kJson = "application/json";
+using ErrorJson = std::string (*)(const HttpError&);
+
+// Status and model lists at once; /health is polled by probes, the rest is rare.
+constexpr int kControlThreads = 4;
 
 EmbedOptions OptionsOf(const EmbeddingCall& call, const GatewayOptions& options) {
   EmbedOptions embed;
@@ -31,48 +35,108 @@ EmbedOptions OptionsOf(const EmbeddingCall& call, const GatewayOptions& options)
   return embed;
 }
 
-// Embeds on the gateway's one asynchronous client (one connection, one I/O thread for every
-// handler; it fails over and gives up on its own, so the wait is bounded by the timeout).
-Embeddings Embed(AsyncClient& client, const EmbeddingCall& call, const GatewayOptions& options) {
-  return client.Embed(call.model, call.texts, OptionsOf(call, options)).get();
+HttpResponse Json(std::string body) { return HttpResponse{.body = std::move(body)}; }
+
+// `error` as a response, its body in a route's JSON error shape.
+HttpResponse ErrorResponse(const HttpError& error, ErrorJson error_json) {
+  HttpResponse response = Json(error_json(error));
+  response.status = error.status();
+  return response;
 }
 
-// The same for a cross-encoder's or classifier's scores.
-Embeddings Score(AsyncClient& client, const ScoreCall& score, const GatewayOptions& options) {
-  EmbedOptions embed = OptionsOf(score.call, options);
-  embed.raw_scores = score.raw_scores;
-  return client.Score(score.call.model, score.call.texts, score.pairs, embed).get();
-}
-
-// Runs `handle`, turning any failure into an error response written by
-// `error_json`, and records the request in `metrics`.
-template <class Handle, class ErrorJson>
-void Serve(GatewayMetrics& metrics, const char* route, httplib::Response& response, Handle handle,
-           ErrorJson error_json) {
-  const auto start = Clock::now();
-  metrics.Begin();
-  std::size_t texts = 0;
-  try {
-    texts = handle();
-    response.status = 200;  // httplib's default (-1) becomes 200 only after we return
-  } catch (const HttpError& e) {
-    response.status = e.status();
-    response.set_content(error_json(e), kJson);
-  } catch (const Error& e) {
-    const HttpError mapped = FromEmberError(e);
-    response.status = mapped.status();
-    response.set_content(error_json(mapped), kJson);
-  } catch (const std::exception& e) {
-    spdlog::error("{}: {}", route, e.what());
-    const HttpError internal(500, "server_error", "INTERNAL", e.what());
-    response.status = 500;
-    response.set_content(error_json(internal), kJson);
+// One HTTP request of a route, from its handler to its response: it answers exactly once
+// (through its HttpReply), turns any failure into the route's JSON error, and records the
+// request in the metrics. Copies share the reply.
+class Exchange {
+ public:
+  Exchange(GatewayMetrics& metrics, const char* route, ErrorJson error_json, HttpReply reply)
+      : metrics_(&metrics),
+        route_(route),
+        error_json_(error_json),
+        reply_(std::move(reply)),
+        start_(Clock::now()) {
+    metrics.Begin();
   }
-  if (response.status >= 500)
-    spdlog::warn("{} answered {}: {}", route, response.status, response.body);
-  metrics.End();
-  metrics.Record(route, response.status,
-                 std::chrono::duration<double>(Clock::now() - start).count(), texts);
+
+  // Texts the request carries (the metrics count them when it succeeds).
+  void set_texts(std::size_t texts) { texts_ = texts; }
+
+  // Answers with what `make` returns, made on the calling thread.
+  void Answer(const std::function<HttpResponse()>& make) const { reply_.Send(Finish(make)); }
+
+  // Runs `start` at once, which queues the request's call on the cluster (a throw answers with
+  // the error), with a callback from Then.
+  void Start(const std::function<void()>& start) const {
+    try {
+      start();
+    } catch (...) {
+      reply_.Send(
+          Finish([e = std::current_exception()]() -> HttpResponse { std::rethrow_exception(e); }));
+    }
+  }
+
+  // The AsyncClient callback that answers with `format(reply)`, or with the error the cluster
+  // gave. The outcome moves to the connection's loop first: formatting there keeps the
+  // client's I/O thread, which every request shares, free.
+  AsyncClient::Callback Then(std::function<HttpResponse(const Embeddings&)> format) const {
+    return [exchange = *this, format = std::move(format)](AsyncClient::Outcome outcome) mutable {
+      const HttpReply reply = exchange.reply_;
+      reply.Send(
+          std::function<HttpResponse()>([exchange = std::move(exchange), format = std::move(format),
+                                         outcome = std::move(outcome)] {
+            return exchange.Finish([&]() -> HttpResponse {
+              if (const Error* error = std::get_if<Error>(&outcome)) throw *error;
+              return format(std::get<Embeddings>(outcome));
+            });
+          }));
+    };
+  }
+
+ private:
+  HttpResponse Finish(const std::function<HttpResponse()>& make) const {
+    HttpResponse response;
+    try {
+      response = make();
+    } catch (const HttpError& e) {
+      response = ErrorResponse(e, error_json_);
+    } catch (const Error& e) {
+      response = ErrorResponse(FromEmberError(e), error_json_);
+    } catch (const std::exception& e) {
+      spdlog::error("{}: {}", route_, e.what());
+      response = ErrorResponse(HttpError(500, "server_error", "INTERNAL", e.what()), error_json_);
+    }
+    if (response.status >= 500) {
+      spdlog::warn("{} answered {}: {}", route_, response.status, response.body);
+    }
+    metrics_->End();
+    metrics_->Record(route_, response.status,
+                     std::chrono::duration<double>(Clock::now() - start_).count(),
+                     response.status == 200 ? texts_ : 0);
+    return response;
+  }
+
+  GatewayMetrics* metrics_;
+  const char* route_;
+  ErrorJson error_json_;
+  HttpReply reply_;
+  Clock::time_point start_;
+  std::size_t texts_ = 0;
+};
+
+// A cluster reply's response, with TEI's header for the tokens it computed.
+HttpResponse WithTokens(std::string body, const Embeddings& reply) {
+  HttpResponse response = Json(std::move(body));
+  response.headers.emplace_back("x-compute-tokens", std::to_string(reply.total_tokens()));
+  return response;
+}
+
+// The model names the router's workers serve.
+std::set<std::string> ModelNames(const protocol::StatusReply& status) {
+  std::set<std::string> names;
+  for (const auto& worker : status.workers) {
+    for (const auto& model : worker.models) names.insert(model.name);
+  }
+  return names;
 }
 
 }  // namespace
@@ -80,226 +144,192 @@ void Serve(GatewayMetrics& metrics, const char* route, httplib::Response& respon
 Gateway::Gateway(GatewayOptions options)
     : options_(std::move(options)),
       pool_(options_.routers),
-      embedder_(options_.routers, ClientOptions{}),
-      server_(std::make_unique<httplib::Server>()) {
-  httplib::Server& server = *server_;
-  const auto threads = static_cast<std::size_t>(options_.threads);
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server.set_payload_max_length(options_.max_body_bytes);
-  server.set_keep_alive_max_count(1000);
-  // httplib writes headers and body separately; without TCP_NODELAY, Nagle
-  // plus the client's delayed ACK adds ~40 ms to every keep-alive response.
-  server.set_tcp_nodelay(true);
+      server_(
+          HttpServerOptions{
+              .host = options_.host,
+              .port = options_.port,
+              .threads = options_.threads,
+              .max_body_bytes = options_.max_body_bytes,
+              // Each request in flight ends by its deadline: the client gives up then.
+              .drain_timeout = options_.timeout + std::chrono::seconds(1),
+          },
+          [this](HttpRequest request, HttpReply reply) {
+            Handle(std::move(request), std::move(reply));
+          },
+          // What the server refuses itself (413, 400) gets the same JSON shape as ours.
+          [this](int status, const std::string& message) {
+            metrics_.Record("other", status, 0, 0);
+            const bool ours = status >= 500;
+            return ErrorResponse(HttpError(status, ours ? "server_error" : "invalid_request_error",
+                                           ours ? "INTERNAL" : "BAD_REQUEST", message),
+                                 OpenAiErrorJson);
+          }),
+      control_(std::make_unique<boost::asio::thread_pool>(kControlThreads)),
+      embedder_(options_.routers, ClientOptions{}) {}
 
-  server.Post("/v1/embeddings",
-              [this](const httplib::Request& request, httplib::Response& response) {
-                OpenAiEmbeddings(request, response);
-              });
-  server.Get("/v1/models", [this](const httplib::Request&, httplib::Response& response) {
-    OpenAiModels(response);
-  });
-  server.Post("/embed", [this](const httplib::Request& request, httplib::Response& response) {
-    TeiEmbed(request, response);
-  });
-  server.Post("/rerank", [this](const httplib::Request& request, httplib::Response& response) {
-    TeiRerank(request, response);
-  });
-  server.Post("/predict", [this](const httplib::Request& request, httplib::Response& response) {
-    TeiPredict(request, response);
-  });
-  server.Post("/tokenize", [this](const httplib::Request& request, httplib::Response& response) {
-    TeiTokenize(request, response);
-  });
-  server.Post("/decode", [this](const httplib::Request& request, httplib::Response& response) {
-    TeiDecode(request, response);
-  });
-  server.Get("/health",
-             [this](const httplib::Request&, httplib::Response& response) { Health(response); });
-  server.Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
-    response.set_content(metrics_.Render(), "text/plain; version=0.0.4");
-  });
-  // Errors httplib produces itself (unknown path 404, body too large 413,
-  // ...) get the same JSON shape as ours; responses with a body are ours.
-  server.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& request, httplib::Response& response) {
-        if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        std::string message = "HTTP " + std::to_string(response.status);
-        if (response.status == 404)
-          message = "no such endpoint: " + request.method + " " + request.path;
-        if (response.status == 413) {
-          message = "request body over " + std::to_string(options_.max_body_bytes) + " bytes";
-        }
-        const HttpError error(response.status, "invalid_request_error", "BAD_REQUEST", message);
-        response.set_content(OpenAiErrorJson(error), kJson);
-        metrics_.Record("other", response.status, 0, 0);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  server.set_logger([](const httplib::Request& request, const httplib::Response& response) {
-    spdlog::debug("{} {} -> {}", request.method, request.path, response.status);
-  });
+Gateway::~Gateway() {
+  control_->join();  // before the server goes: its tasks hold replies
 }
 
-Gateway::~Gateway() = default;
-
-int Gateway::Bind() {
-  if (options_.port == 0) {
-    const int port = server_->bind_to_any_port(options_.host);
-    if (port < 0) throw std::runtime_error("cannot bind " + options_.host + ":0");
-    return port;
-  }
-  if (!server_->bind_to_port(options_.host, options_.port)) {
-    throw std::runtime_error("cannot bind " + options_.host + ":" + std::to_string(options_.port));
-  }
-  return options_.port;
-}
+int Gateway::Bind() { return server_.Bind(); }
 
 void Gateway::Run(const std::atomic<bool>& stop) {
-  std::atomic<bool> done{false};
-  std::thread listener([&] {
-    if (!server_->listen_after_bind()) spdlog::error("ember-gateway: the HTTP server failed");
-    done.store(true);
-  });
-  while (!stop.load() && !done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  // stop() closes the listening socket; listen_after_bind() then drains the
-  // handler threads and returns.
-  server_->stop();
-  listener.join();
+  server_.Start();
+  while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  server_.Stop();
 }
 
-void Gateway::OpenAiEmbeddings(const httplib::Request& request, httplib::Response& response) {
-  Serve(
-      metrics_, "/v1/embeddings", response,
-      [&] {
-        const OpenAiRequest parsed = ParseOpenAiRequest(request.body);
-        const Embeddings embeddings = Embed(embedder_, parsed.call, options_);
-        response.set_content(FormatOpenAiResponse(parsed, embeddings), kJson);
-        response.set_header("x-compute-tokens", std::to_string(embeddings.total_tokens()));
-        return parsed.call.texts.size();
-      },
-      OpenAiErrorJson);
-}
-
-void Gateway::TeiEmbed(const httplib::Request& request, httplib::Response& response) {
-  Serve(
-      metrics_, "/embed", response,
-      [&] {
-        const TeiRequest parsed = ParseTeiRequest(request.body, options_.default_model);
-        const Embeddings embeddings = Embed(embedder_, parsed.call, options_);
-        response.set_content(FormatTeiResponse(parsed, embeddings), kJson);
-        // TEI's header for the tokens a request computed.
-        response.set_header("x-compute-tokens", std::to_string(embeddings.total_tokens()));
-        return parsed.call.texts.size();
-      },
-      TeiErrorJson);
-}
-
-void Gateway::TeiRerank(const httplib::Request& request, httplib::Response& response) {
-  Serve(
-      metrics_, "/rerank", response,
-      [&] {
-        const RerankRequest parsed = ParseRerankRequest(request.body, options_.default_model);
-        const Embeddings scores = Score(embedder_, parsed.score, options_);
-        response.set_content(FormatRerankResponse(parsed, scores), kJson);
-        response.set_header("x-compute-tokens", std::to_string(scores.total_tokens()));
-        return parsed.score.pairs.size();
-      },
-      TeiErrorJson);
-}
-
-void Gateway::TeiPredict(const httplib::Request& request, httplib::Response& response) {
-  Serve(
-      metrics_, "/predict", response,
-      [&] {
-        const PredictRequest parsed = ParsePredictRequest(request.body, options_.default_model);
-        const Embeddings scores = Score(embedder_, parsed.score, options_);
-        response.set_content(FormatPredictResponse(parsed, scores), kJson);
-        response.set_header("x-compute-tokens", std::to_string(scores.total_tokens()));
-        return parsed.score.call.texts.size();
-      },
-      TeiErrorJson);
-}
-
-void Gateway::TeiTokenize(const httplib::Request& request, httplib::Response& response) {
-  Serve(
-      metrics_, "/tokenize", response,
-      [&] {
-        const TokenizeRequest parsed = ParseTokenizeRequest(request.body, options_.default_model);
-        const Embeddings tokens =
-            embedder_
-                .Tokenize(parsed.call.model, parsed.call.texts, OptionsOf(parsed.call, options_))
-                .get();
-        response.set_content(FormatTokenizeResponse(parsed, tokens), kJson);
-        return parsed.call.texts.size();
-      },
-      TeiErrorJson);
-}
-
-void Gateway::TeiDecode(const httplib::Request& request, httplib::Response& response) {
-  Serve(
-      metrics_, "/decode", response,
-      [&] {
-        const DecodeRequest parsed = ParseDecodeRequest(request.body, options_.default_model);
-        EmbedOptions options = OptionsOf(parsed.call, options_);
-        options.skip_special_tokens = parsed.skip_special_tokens;
-        const Embeddings decoded = embedder_.Decode(parsed.call.model, parsed.ids, options).get();
-        response.set_content(FormatDecodeResponse(decoded), kJson);
-        return parsed.ids.size();
-      },
-      TeiErrorJson);
-}
-
-void Gateway::OpenAiModels(httplib::Response& response) {
-  Serve(
-      metrics_, "/v1/models", response,
-      [&] {
-        ClientPool::Lease client = pool_.Acquire();
-        protocol::StatusReply status;
-        try {
-          status = client->Status(options_.health_timeout);
-        } catch (const Error&) {
-          client.Discard();
-          throw;
-        }
-        std::set<std::string> names;
-        for (const auto& worker : status.workers) {
-          for (const auto& model : worker.models) names.insert(model.name);
-        }
-        nlohmann::json data = nlohmann::json::array();
-        for (const auto& name : names) {
-          data.push_back(
-              {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "ember"}});
-        }
-        response.set_content(nlohmann::json{{"object", "list"}, {"data", data}}.dump(), kJson);
-        return std::size_t{0};
-      },
-      OpenAiErrorJson);
-}
-
-void Gateway::Health(httplib::Response& response) {
-  const auto start = Clock::now();
-  nlohmann::json body;
-  ClientPool::Lease client = pool_.Acquire();
-  try {
-    const protocol::StatusReply status = client->Status(options_.health_timeout);
-    std::set<std::string> names;
-    for (const auto& worker : status.workers) {
-      for (const auto& model : worker.models) names.insert(model.name);
+void Gateway::Handle(HttpRequest request, HttpReply reply) {
+  const std::string& path = request.path;
+  if (request.method == "POST") {
+    if (path == "/v1/embeddings") return OpenAiEmbeddings(request, std::move(reply));
+    if (path == "/embed") return TeiEmbed(request, std::move(reply));
+    if (path == "/rerank") return TeiRerank(request, std::move(reply));
+    if (path == "/predict") return TeiPredict(request, std::move(reply));
+    if (path == "/tokenize") return TeiTokenize(request, std::move(reply));
+    if (path == "/decode") return TeiDecode(request, std::move(reply));
+  } else if (request.method == "GET") {
+    if (path == "/v1/models") return OpenAiModels(std::move(reply));
+    if (path == "/health") return Health(std::move(reply));
+    if (path == "/metrics") {
+      return reply.Send(
+          HttpResponse{.content_type = "text/plain; version=0.0.4", .body = metrics_.Render()});
     }
-    body = {{"status", status.workers.empty() ? "unavailable" : "ok"},
-            {"workers", status.workers.size()},
-            {"models", names}};
-    if (status.workers.empty()) body["reason"] = "the router has no workers";
-    response.status = status.workers.empty() ? 503 : 200;
-  } catch (const Error& e) {
-    client.Discard();
-    body = {{"status", "unavailable"},
-            {"reason", fmt::format("routers {}: ", fmt::join(options_.routers, ",")) +
-                           std::string(ErrorCodeName(e.code())) + ": " + e.what()}};
-    response.status = 503;
   }
-  response.set_content(body.dump(), kJson);
-  metrics_.Record("/health", response.status,
-                  std::chrono::duration<double>(Clock::now() - start).count(), 0);
+  metrics_.Record("other", 404, 0, 0);
+  reply.Send(ErrorResponse(HttpError(404, "invalid_request_error", "BAD_REQUEST",
+                                     "no such endpoint: " + request.method + " " + path),
+                           OpenAiErrorJson));
+}
+
+void Gateway::OpenAiEmbeddings(const HttpRequest& request, HttpReply reply) {
+  Exchange exchange(metrics_, "/v1/embeddings", OpenAiErrorJson, std::move(reply));
+  exchange.Start([&] {
+    auto parsed = std::make_shared<const OpenAiRequest>(ParseOpenAiRequest(request.body));
+    exchange.set_texts(parsed->call.texts.size());
+    embedder_.Embed(parsed->call.model, parsed->call.texts, OptionsOf(parsed->call, options_),
+                    exchange.Then([parsed](const Embeddings& embeddings) {
+                      return WithTokens(FormatOpenAiResponse(*parsed, embeddings), embeddings);
+                    }));
+  });
+}
+
+void Gateway::TeiEmbed(const HttpRequest& request, HttpReply reply) {
+  Exchange exchange(metrics_, "/embed", TeiErrorJson, std::move(reply));
+  exchange.Start([&] {
+    auto parsed =
+        std::make_shared<const TeiRequest>(ParseTeiRequest(request.body, options_.default_model));
+    exchange.set_texts(parsed->call.texts.size());
+    embedder_.Embed(parsed->call.model, parsed->call.texts, OptionsOf(parsed->call, options_),
+                    exchange.Then([parsed](const Embeddings& embeddings) {
+                      return WithTokens(FormatTeiResponse(*parsed, embeddings), embeddings);
+                    }));
+  });
+}
+
+void Gateway::TeiRerank(const HttpRequest& request, HttpReply reply) {
+  Exchange exchange(metrics_, "/rerank", TeiErrorJson, std::move(reply));
+  exchange.Start([&] {
+    auto parsed = std::make_shared<const RerankRequest>(
+        ParseRerankRequest(request.body, options_.default_model));
+    exchange.set_texts(parsed->score.pairs.size());
+    Score(parsed->score, exchange.Then([parsed](const Embeddings& scores) {
+      return WithTokens(FormatRerankResponse(*parsed, scores), scores);
+    }));
+  });
+}
+
+void Gateway::TeiPredict(const HttpRequest& request, HttpReply reply) {
+  Exchange exchange(metrics_, "/predict", TeiErrorJson, std::move(reply));
+  exchange.Start([&] {
+    auto parsed = std::make_shared<const PredictRequest>(
+        ParsePredictRequest(request.body, options_.default_model));
+    exchange.set_texts(parsed->score.call.texts.size());
+    Score(parsed->score, exchange.Then([parsed](const Embeddings& scores) {
+      return WithTokens(FormatPredictResponse(*parsed, scores), scores);
+    }));
+  });
+}
+
+void Gateway::Score(const ScoreCall& score, AsyncClient::Callback done) {
+  EmbedOptions options = OptionsOf(score.call, options_);
+  options.raw_scores = score.raw_scores;
+  embedder_.Score(score.call.model, score.call.texts, score.pairs, options, std::move(done));
+}
+
+void Gateway::TeiTokenize(const HttpRequest& request, HttpReply reply) {
+  Exchange exchange(metrics_, "/tokenize", TeiErrorJson, std::move(reply));
+  exchange.Start([&] {
+    auto parsed = std::make_shared<const TokenizeRequest>(
+        ParseTokenizeRequest(request.body, options_.default_model));
+    exchange.set_texts(parsed->call.texts.size());
+    embedder_.Tokenize(parsed->call.model, parsed->call.texts, OptionsOf(parsed->call, options_),
+                       exchange.Then([parsed](const Embeddings& tokens) {
+                         return Json(FormatTokenizeResponse(*parsed, tokens));
+                       }));
+  });
+}
+
+void Gateway::TeiDecode(const HttpRequest& request, HttpReply reply) {
+  Exchange exchange(metrics_, "/decode", TeiErrorJson, std::move(reply));
+  exchange.Start([&] {
+    const DecodeRequest parsed = ParseDecodeRequest(request.body, options_.default_model);
+    exchange.set_texts(parsed.ids.size());
+    EmbedOptions options = OptionsOf(parsed.call, options_);
+    options.skip_special_tokens = parsed.skip_special_tokens;
+    embedder_.Decode(parsed.call.model, parsed.ids, options,
+                     exchange.Then([](const Embeddings& decoded) {
+                       return Json(FormatDecodeResponse(decoded));
+                     }));
+  });
+}
+
+void Gateway::OpenAiModels(HttpReply reply) {
+  Exchange exchange(metrics_, "/v1/models", OpenAiErrorJson, std::move(reply));
+  boost::asio::post(*control_, [this, exchange] {
+    exchange.Answer([&] {
+      ClientPool::Lease client = pool_.Acquire();
+      protocol::StatusReply status;
+      try {
+        status = client->Status(options_.health_timeout);
+      } catch (const Error&) {
+        client.Discard();
+        throw;
+      }
+      nlohmann::json data = nlohmann::json::array();
+      for (const auto& name : ModelNames(status)) {
+        data.push_back({{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "ember"}});
+      }
+      return Json(nlohmann::json{{"object", "list"}, {"data", data}}.dump());
+    });
+  });
+}
+
+void Gateway::Health(HttpReply reply) {
+  boost::asio::post(*control_, [this, reply = std::move(reply)] {
+    const auto start = Clock::now();
+    nlohmann::json body;
+    HttpResponse response;
+    ClientPool::Lease client = pool_.Acquire();
+    try {
+      const protocol::StatusReply status = client->Status(options_.health_timeout);
+      body = {{"status", status.workers.empty() ? "unavailable" : "ok"},
+              {"workers", status.workers.size()},
+              {"models", ModelNames(status)}};
+      if (status.workers.empty()) body["reason"] = "the router has no workers";
+      response.status = status.workers.empty() ? 503 : 200;
+    } catch (const Error& e) {
+      client.Discard();
+      body = {{"status", "unavailable"},
+              {"reason", fmt::format("routers {}: ", fmt::join(options_.routers, ",")) +
+                             std::string(ErrorCodeName(e.code())) + ": " + e.what()}};
+      response.status = 503;
+    }
+    response.body = body.dump();
+    metrics_.Record("/health", response.status,
+                    std::chrono::duration<double>(Clock::now() - start).count(), 0);
+    reply.Send(std::move(response));
+  });
 }
 
 }  // namespace ember::gateway

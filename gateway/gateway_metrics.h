@@ -1,6 +1,7 @@
 // The gateway's own counters, served as Prometheus text on GET /metrics.
-// (The router's cluster-wide metrics are a separate endpoint.) Handler
-// threads update them concurrently; a mutex is cheap next to an embedding.
+// (The router's cluster-wide metrics are a separate endpoint.) The event
+// loops and control threads update them concurrently; a mutex is cheap next
+// to an HTTP request.
 #ifndef EMBER_GATEWAY_GATEWAY_METRICS_H_
 #define EMBER_GATEWAY_GATEWAY_METRICS_H_
 

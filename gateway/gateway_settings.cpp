@@ -25,12 +25,13 @@ const settings::Table<GatewayConfig>& GatewaySettings() {
             "The routers' frontends (the endpoints SDK clients use). With several, a request\n"
             "that gets no answer from one is sent to the next.");
     t.Int(
-         "threads", "HTTP handler threads (requests served at once)",
-         [](auto& c) -> auto& { return c.gateway.threads; }, 1, 4096)
+         "threads", "HTTP event loops (threads); they do not bound requests in flight",
+         [](auto& c) -> auto& { return c.gateway.threads; }, 1, 256)
         .Doc(
-            "HTTP handler threads = requests handled at once; each holds one ZeroMQ socket to\n"
-            "the router, and a keep-alive connection holds one while it lasts. The router\n"
-            "batches across them: a GPU worker needs hundreds of texts in flight.");
+            "HTTP event loops, a thread each. A request waiting on the cluster holds no thread,\n"
+            "so connections and requests in flight are not bounded by this: one loop keeps\n"
+            "thousands in flight. Raise it when the loops' threads are busy (top -H:\n"
+            "ember-http near 100%).");
     t.Duration(
          "timeout-ms", "deadline of each embedding request",
          [](auto& c) -> auto& { return c.gateway.timeout; }, 1, 3'600'000)

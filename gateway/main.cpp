@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     gateway::Gateway server(options);
     const int port = server.Bind();
     // Tests read the port from this line when they ask for port 0.
-    spdlog::info("ember-gateway listening on http://{}:{}, router {}, {} threads", options.host,
+    spdlog::info("ember-gateway listening on http://{}:{}, router {}, {} event loops", options.host,
                  port, fmt::join(options.routers, ","), options.threads);
     server.Run(shutdown.flag());
   } catch (const std::exception& e) {

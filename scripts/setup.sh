@@ -22,6 +22,8 @@ PACKAGES=(
   # ember-gateway (HTTP API), the Python client and its tests (on Debian's python3, as a user
   # of the client would run it), systemd unit checks.
   libcpp-httplib-dev python3-zmq python3-msgpack python3-yaml curl systemd
+  # ember-gateway's event-loop HTTP server: Boost.Beast and Asio (headers only).
+  libboost-dev
   # The CPU encoder's attention calls sgemm_ directly (engine/bert/cpu/sgemm.cpp) on OpenBLAS;
   # libblas-dev provides the link-time name, the OpenMP build shares the encoder's threads.
   libopenblas0-openmp libblas-dev

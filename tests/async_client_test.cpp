@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -173,6 +175,53 @@ TEST_F(AsyncClientFailoverTest, ClosingFailsWhatIsInFlight) {
       EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
     }
   }
+}
+
+// The callback form: each request's callback runs exactly once, with its own reply, after the
+// request has left in_flight(); with the client closed, with the typed error.
+TEST_F(AsyncClientFailoverTest, CallbacksRunOnceWithTheOutcome) {
+  FakeRouter a(a_, Mode::kAnswer), b(b_, Mode::kSilent);
+  auto client = Make();
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<int> calls(10, 0);
+  int replies = 0;
+  int done = 0;
+  bool counted_when_done = false;  // a callback ran while its request still counted in flight
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    client->Embed("m", std::vector<std::string>(i + 1, "x"), {},
+                  [&, i, c = client.get()](AsyncClient::Outcome outcome) {
+                    std::lock_guard lock(mu);
+                    ++calls[i];
+                    ++done;
+                    const auto* e = std::get_if<Embeddings>(&outcome);
+                    if (e != nullptr && e->size() == i + 1) ++replies;
+                    counted_when_done |= c->in_flight() > calls.size() - done;
+                    changed.notify_all();
+                  });
+  }
+  {
+    std::unique_lock lock(mu);
+    changed.wait_for(lock, 10s, [&] { return replies == 10; });
+    EXPECT_EQ(replies, 10);
+  }
+  EXPECT_FALSE(counted_when_done) << "a callback ran with its request in flight";
+  EXPECT_EQ(client->in_flight(), 0u);
+
+  FakeRouter silent_a(a_ + "-silent", Mode::kSilent), silent_b(b_ + "-silent", Mode::kSilent);
+  auto closing = std::make_unique<AsyncClient>(
+      std::vector<std::string>{a_ + "-silent", b_ + "-silent"}, ClientOptions{});
+  std::vector<ErrorCode> errors;
+  for (int i = 0; i < 5; ++i) {
+    closing->Embed("m", {"x"}, {.timeout = 30s}, [&](AsyncClient::Outcome outcome) {
+      std::lock_guard lock(mu);
+      if (const auto* e = std::get_if<Error>(&outcome)) errors.push_back(e->code());
+    });
+  }
+  closing.reset();  // joins its I/O thread: every callback has run
+  std::lock_guard lock(mu);
+  EXPECT_EQ(errors, std::vector<ErrorCode>(5, ErrorCode::kUnavailable));
+  for (const int n : calls) EXPECT_EQ(n, 1);
 }
 
 }  // namespace

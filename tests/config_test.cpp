@@ -123,7 +123,7 @@ TEST_F(ConfigTest, ShippedFilesAreWhatTheSettingsTablesWrite) {
   EXPECT_EQ(read("gateway.toml"), gateway::RenderGatewayConfig()) << "run scripts/make-configs.sh";
   gateway::GatewayConfig g;
   gateway::LoadGatewayConfig(std::string(EMBER_SOURCE_DIR) + "/config/gateway.toml", &g);
-  EXPECT_EQ(g.gateway.threads, 256);
+  EXPECT_EQ(g.gateway.threads, gateway::GatewayOptions{}.threads);
 }
 
 // One declaration drives the flag and the key: the same range holds for both.

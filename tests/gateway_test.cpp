@@ -2,10 +2,14 @@
 // gateway process, and curl as the HTTP client. The vectors that come back
 // over HTTP (OpenAI float and base64, TEI) must equal the C++ client's for
 // the same texts, and each failure must have its HTTP status and JSON shape.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -18,6 +22,7 @@
 
 #include "client/client.h"
 #include "tests/cluster.h"
+#include "tests/fakes/fake_frontend.h"
 #include "tests/load_client.h"
 #include "tests/temp_dir.h"
 
@@ -38,8 +43,8 @@ std::string ReadFile(const std::filesystem::path& path) {
 class GatewayProcess {
  public:
   explicit GatewayProcess(const std::string& router, std::vector<std::string> args = {}) {
-    std::vector<std::string> argv = {
-        EMBER_GATEWAY_BIN, "--listen", "127.0.0.1:0", "--router", router, "--threads", "4"};
+    std::vector<std::string> argv = {EMBER_GATEWAY_BIN, "--listen", "127.0.0.1:0", "--router",
+                                     router};
     argv.insert(argv.end(), args.begin(), args.end());
     process_ = std::make_unique<Process>(argv, log().string());
     const std::regex listening(R"(listening on (http://127\.0\.0\.1:[0-9]+))");
@@ -104,6 +109,46 @@ HttpResult Curl(const std::filesystem::path& scratch, const std::string& url,
   std::filesystem::remove(out);
   return result;
 }
+
+// A TCP connection to the gateway at `url` ("http://127.0.0.1:PORT"), for what curl will not
+// send: malformed requests, a client that leaves. Reads time out after 10 s.
+class RawConnection {
+ public:
+  explicit RawConnection(const std::string& url) {
+    const int port = std::stoi(url.substr(url.rfind(':') + 1));
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    timeval timeout{.tv_sec = 10, .tv_usec = 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  }
+  ~RawConnection() { close(fd_); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes) {
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  // Everything the gateway sends until it closes the connection (or 10 s pass).
+  std::string ReadToEnd() {
+    std::string out;
+    char buffer[4096];
+    for (;;) {
+      const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
+      if (n <= 0) return out;
+      out.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
 
 std::vector<float> Floats(const json& array) {
   std::vector<float> out;
@@ -270,6 +315,18 @@ TEST_F(GatewayTest, MalformedRequestsAre400) {
   ExpectOpenAiError(
       Post("/v1/embeddings", {{"model", "tiny"}, {"input", std::string(70'000, 'x')}}), 413,
       "BAD_REQUEST");
+  // Not HTTP at all, or a length that is not a number: 400 in the same JSON shape, and the
+  // connection closed (what follows cannot be trusted).
+  for (const std::string& request :
+       {std::string("this is not http\r\n\r\n"),
+        std::string("POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n")}) {
+    RawConnection raw(gateway_->url());
+    ASSERT_TRUE(raw.connected());
+    ASSERT_TRUE(raw.Send(request));
+    const std::string answer = raw.ReadToEnd();
+    EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;
+    EXPECT_NE(answer.find("\"BAD_REQUEST\""), std::string::npos) << answer;
+  }
   // And the gateway still serves.
   EXPECT_EQ(Post("/v1/embeddings", {{"model", "tiny"}, {"input", "x"}}).status, 200);
 }
@@ -382,6 +439,95 @@ TEST(GatewayHealthTest, UnhealthyWithoutWorkersOrRouter) {
   EXPECT_EQ(late.Json()["error"]["code"], "UNAVAILABLE") << late.body;
 
   const int status = orphan.process().Stop(10s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+// The gateway against a router played by the test, which holds every request until released:
+// what is in flight at once, and what happens to it, is then the test's to see.
+class GatewayEventLoopTest : public ::testing::Test {
+ protected:
+  std::string Embeddings() const { return gateway_->url() + "/v1/embeddings"; }
+  static std::string OneText() { return json{{"model", "m"}, {"input", "x"}}.dump(); }
+  // Bounded wait until the router holds `count` requests.
+  bool WaitForHeld(int count) {
+    for (int i = 0; i < 2000 && router_.received() < count; ++i) std::this_thread::sleep_for(10ms);
+    return router_.received() == count;
+  }
+
+  TempDir dir_{"ember-gw-loop"};
+  const std::string endpoint_ = "ipc://" + (dir_.path() / "frontend").string();
+  FakeRouter router_{endpoint_, Mode::kHoldUntilReleased};
+  std::unique_ptr<GatewayProcess> gateway_;
+};
+
+// A request that waits on the cluster holds no thread: with one event loop, 64 requests are in
+// flight at the router at once, and each gets its answer once the router gives it. (A gateway
+// with a thread per request, as before, put one request in flight per thread.)
+TEST_F(GatewayEventLoopTest, OneThreadHoldsEveryRequestInFlight) {
+  gateway_ =
+      std::make_unique<GatewayProcess>(endpoint_, std::vector<std::string>{"--threads", "1"});
+  ASSERT_FALSE(gateway_->url().empty());
+  constexpr int kRequests = 64;
+  std::vector<HttpResult> results(kRequests);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kRequests; ++i) {
+    clients.emplace_back([&, i] { results[i] = Curl(gateway_->dir(), Embeddings(), OneText()); });
+  }
+  EXPECT_TRUE(WaitForHeld(kRequests))
+      << router_.received() << " of " << kRequests << " requests reached the router at once";
+  router_.Release();
+  for (auto& client : clients) client.join();
+  for (const HttpResult& result : results) {
+    EXPECT_EQ(result.status, 200) << result.body;
+    EXPECT_EQ(result.Json()["data"][0]["embedding"], json::array({1.0})) << result.body;
+  }
+}
+
+// A client that leaves before its answer (its connection closed while the router holds its
+// request) costs nobody else anything: the late answer goes nowhere, and the gateway serves on.
+TEST_F(GatewayEventLoopTest, AClientThatLeavesHurtsNoOne) {
+  gateway_ = std::make_unique<GatewayProcess>(endpoint_);
+  ASSERT_FALSE(gateway_->url().empty());
+  {
+    RawConnection raw(gateway_->url());
+    ASSERT_TRUE(raw.connected());
+    const std::string body = OneText();
+    ASSERT_TRUE(
+        raw.Send("POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                 "application/json\r\nContent-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n" + body));
+    ASSERT_TRUE(WaitForHeld(1));
+  }  // gone
+  router_.Release();
+  const HttpResult next = Curl(gateway_->dir(), Embeddings(), OneText());
+  EXPECT_EQ(next.status, 200) << next.body;
+  EXPECT_TRUE(gateway_->process().running());
+}
+
+// SIGTERM stops the gateway taking connections, but every request it accepted still gets its
+// answer before it exits (bounded by the requests' deadline).
+TEST_F(GatewayEventLoopTest, ShutdownAnswersWhatIsInFlight) {
+  gateway_ = std::make_unique<GatewayProcess>(endpoint_,
+                                              std::vector<std::string>{"--timeout-ms", "20000"});
+  ASSERT_FALSE(gateway_->url().empty());
+  constexpr int kRequests = 8;
+  std::vector<HttpResult> results(kRequests);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kRequests; ++i) {
+    clients.emplace_back([&, i] { results[i] = Curl(gateway_->dir(), Embeddings(), OneText()); });
+  }
+  ASSERT_TRUE(WaitForHeld(kRequests));
+  gateway_->process().Signal(SIGTERM);
+  bool refusing = false;  // bounded: until the listening socket is closed
+  for (int i = 0; i < 500 && !refusing; ++i) {
+    refusing = !RawConnection(gateway_->url()).connected();
+    if (!refusing) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(refusing) << "the gateway still takes connections after SIGTERM";
+  router_.Release();
+  for (auto& client : clients) client.join();
+  for (const HttpResult& result : results) EXPECT_EQ(result.status, 200) << result.body;
+  const int status = gateway_->process().Stop(10s);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 

@@ -1,6 +1,7 @@
-// A router's frontend played by a test (tests of the C++ SDKs' failover): a ROUTER socket on a
-// thread of its own that answers every request (embeddings of dim 1, all 1.0; status; control),
-// stays silent, or drops the connection on the first request as a killed router would.
+// A router's frontend played by a test (tests of the C++ SDKs' failover, of the gateway): a
+// ROUTER socket on a thread of its own that answers every request (embeddings of dim 1, all
+// 1.0; status; control), stays silent, drops the connection on the first request as a killed
+// router would, or holds every request until the test releases them.
 #ifndef EMBER_TESTS_FAKES_FAKE_FRONTEND_H_
 #define EMBER_TESTS_FAKES_FAKE_FRONTEND_H_
 
@@ -11,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 #include <zmq.hpp>
 
 #include "common/messages.h"
@@ -20,7 +23,7 @@ namespace ember::testing {
 
 using namespace std::chrono_literals;
 
-enum class Mode { kAnswer, kSilent, kDropOnFirst };
+enum class Mode { kAnswer, kSilent, kDropOnFirst, kHoldUntilReleased };
 
 // A ROUTER on its own thread, playing a router's frontend.
 class FakeRouter {
@@ -34,6 +37,8 @@ class FakeRouter {
     thread_.join();
   }
   int received() const { return received_.load(); }
+  // kHoldUntilReleased: answers what it holds, and from now on every request at once.
+  void Release() { released_ = true; }
 
  private:
   void Run() {
@@ -43,7 +48,12 @@ class FakeRouter {
     socket->bind(endpoint_);
     bound_ = true;
     const auto until = std::chrono::steady_clock::now() + 60s;  // bounded, whatever the test does
+    std::vector<std::pair<std::string, protocol::Message>> held;
     while (!stop_.load() && std::chrono::steady_clock::now() < until) {
+      if (released_.load()) {
+        for (const auto& [peer, message] : held) Answer(*socket, peer, message);
+        held.clear();
+      }
       zmq::pollitem_t item{socket->handle(), 0, ZMQ_POLLIN, 0};
       zmq::poll(&item, 1, 20ms);
       if (!(item.revents & ZMQ_POLLIN)) continue;
@@ -56,6 +66,10 @@ class FakeRouter {
         return;
       }
       if (mode_ == Mode::kSilent) continue;
+      if (mode_ == Mode::kHoldUntilReleased && !released_.load()) {
+        held.emplace_back(envelope->peer, std::move(*envelope->message));
+        continue;
+      }
       Answer(*socket, envelope->peer, *envelope->message);
     }
   }
@@ -92,6 +106,7 @@ class FakeRouter {
   const Mode mode_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> bound_{false};
+  std::atomic<bool> released_{false};
   std::atomic<int> received_{0};
   std::thread thread_;
 };
