@@ -4,6 +4,7 @@
 
 #include "common/error_code.h"
 #include "engine/bert/bert_backend.h"
+#include "engine/simulated/simulated_backend.h"
 #include "engine/torchscript/torchscript_backend.h"
 
 namespace ember::engine {
@@ -15,9 +16,11 @@ std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path, BackendO
     return LoadBertBackend(
         path, ParseBertParams(std::move(options.params), options.device, options.threads));
   }
+  if (options.backend == "simulated") return LoadSimulatedBackend(path, std::move(options.params));
   if (options.backend != "auto" && options.backend != "torchscript") {
     throw Error(ErrorCode::kBadRequest, "model '" + path.string() + "': unknown backend '" +
-                                            options.backend + "' (auto, bert, torchscript)");
+                                            options.backend +
+                                            "' (auto, bert, torchscript, simulated)");
   }
   // A TorchScript module runs in whatever dtypes it was exported with; converting it here
   // would be a guess.

@@ -18,7 +18,7 @@ namespace ember::engine {
 struct BackendOptions {
   std::string device = "cpu";    // "cpu" or "cuda:N"
   int threads = 0;               // intra-op threads; 0 leaves the runtime's setting
-  std::string backend = "auto";  // "auto", "bert" or "torchscript"
+  std::string backend = "auto";  // "auto", "bert", "torchscript" or "simulated"
   // The runtime's own settings (bert: engine/bert/bert_backend.h; torchscript: precision,
   // which must be fp32). Unknown keys fail the load.
   BackendParams params{};

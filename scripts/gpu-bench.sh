@@ -23,6 +23,8 @@
 #     second, or the only one)      EMBER_GPU_BENCH_PEERS=0: skip the peers
 #   EMBER_GPU_BENCH_ROUTERS=2: routers side by side (the worker on all, loadgen clients spread
 #     over them); EMBER_GPU_BENCH_IO_THREADS=2: each router's ZeroMQ I/O threads (default 1)
+#   EMBER_GPU_BENCH_WORKER_ARGS="--tokenizer-threads 4", EMBER_GPU_BENCH_GATEWAY_ARGS="--threads 8":
+#     extra flags for the worker and the gateway
 #   EMBER_GPU_BENCH_TESTS=0: skip building and running cuda_encoder_test (~1-2 min less)
 #   EMBER_GPU_BENCH_DEEP=1: also 1 text/request with twice the requests in flight
 #   EMBER_GPU_BENCH_ALT_TOKENS=65536: the token budget of the "tokalt" run, against the default;
@@ -162,12 +164,14 @@ all_frontends=$(IFS=,; echo "${frontends[*]}")  # loadgen spreads its clients ov
 port=$(( 20000 + RANDOM % 20000 ))
 loads=(); for m in "${models[@]}"; do loads+=(--load "$m"); done
 worker_routers=(); for b in "${backends[@]}"; do worker_routers+=(--router "$b"); done
+# shellcheck disable=SC2086
 CUDA_VISIBLE_DEVICES=0 "$build/worker/ember-worker" "${worker_routers[@]}" --id gpu \
   --device "$device" --repository "$repo" "${loads[@]}" \
-  --log-level "$([[ $trace == 1 ]] && echo debug || echo warn)" \
+  --log-level "$([[ $trace == 1 ]] && echo debug || echo warn)" ${EMBER_GPU_BENCH_WORKER_ARGS:-} \
   > "$out/worker.log" 2>&1 & PIDS+=($!); worker_pid=$!
+# shellcheck disable=SC2086
 "$build/gateway/ember-gateway" --router "$frontend" --listen "127.0.0.1:$port" --log-level warn \
-  > "$out/gateway.log" 2>&1 & PIDS+=($!); gateway_pid=$!
+  ${EMBER_GPU_BENCH_GATEWAY_ARGS:-} > "$out/gateway.log" 2>&1 & PIDS+=($!); gateway_pid=$!
 t=$(date +%s)
 up=1
 for f in "${frontends[@]}"; do

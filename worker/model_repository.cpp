@@ -225,8 +225,8 @@ ModelSpec ModelRepository::Spec(const std::string& model, std::uint32_t version)
       }
       config::ReadString(t, "backend", &spec.load.backend, file);
       if (spec.load.backend != "auto" && spec.load.backend != "bert" &&
-          spec.load.backend != "torchscript") {
-        config::Bad(file, "backend", "expected auto, bert or torchscript");
+          spec.load.backend != "torchscript" && spec.load.backend != "simulated") {
+        config::Bad(file, "backend", "expected auto, bert, torchscript or simulated");
       }
       std::string path;
       config::ReadString(t, "path", &path, file);

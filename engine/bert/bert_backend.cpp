@@ -4,14 +4,11 @@
 
 #include "common/error_code.h"
 #include "engine/bert/bert_config.h"
+#include "engine/tokenizer/tokenizer_error_code.h"
 #include "engine/tokenizer/wordpiece_tokenizer.h"
 
 namespace ember::engine {
 namespace {
-
-ErrorCode TokenizerErrorCodeOf(const TokenizerError& e) {
-  return e.code() == TokenizerErrorCode::kTooLong ? ErrorCode::kTooLong : ErrorCode::kBadRequest;
-}
 
 class BertBackend final : public Backend {
  public:
@@ -42,7 +39,7 @@ class BertBackend final : public Backend {
     try {
       ids = tokenizer_.Encode(text, truncate, truncate ? max_length_ : 0).ids;
     } catch (const TokenizerError& e) {
-      throw Error(TokenizerErrorCodeOf(e), e.what());
+      throw Error(ErrorCodeOf(e), e.what());
     }
     if (ids.size() > max_length_) {
       throw Error(ErrorCode::kTooLong, "text has " + std::to_string(ids.size()) +
@@ -62,7 +59,7 @@ class BertBackend final : public Backend {
       PairEncoding pair = tokenizer_.EncodePair(first, second, truncate, max_length_);
       return PairIds{std::move(pair.ids), pair.second_start};
     } catch (const TokenizerError& e) {
-      throw Error(TokenizerErrorCodeOf(e), e.what());
+      throw Error(ErrorCodeOf(e), e.what());
     }
   }
 
@@ -89,7 +86,7 @@ class BertBackend final : public Backend {
       out.ids = std::move(e.ids);
       return out;
     } catch (const TokenizerError& e) {
-      throw Error(TokenizerErrorCodeOf(e), e.what());
+      throw Error(ErrorCodeOf(e), e.what());
     }
   }
 

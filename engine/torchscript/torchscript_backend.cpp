@@ -12,6 +12,7 @@
 
 #include "common/error_code.h"
 #include "engine/pooling.h"
+#include "engine/tokenizer/tokenizer_error_code.h"
 #include "engine/tokenizer/wordpiece_tokenizer.h"
 
 namespace ember::engine {
@@ -51,9 +52,7 @@ class TorchScriptBackend final : public Backend {
       try {
         return tokenizer_->Encode(text, truncate).ids;
       } catch (const TokenizerError& e) {
-        throw Error(
-            e.code() == TokenizerErrorCode::kTooLong ? ErrorCode::kTooLong : ErrorCode::kBadRequest,
-            e.what());
+        throw Error(ErrorCodeOf(e), e.what());
       }
     }
     // The module tokenizes for itself (and always truncates to its maximum);
