@@ -56,7 +56,8 @@ class AsyncClient {
   using Outcome = std::variant<Embeddings, Error>;
   // Called exactly once per request, on the client's I/O thread, after the request has left
   // in_flight(). It holds up every other request of the client while it runs: hand anything
-  // longer than a few microseconds to a thread of your own. It must not throw.
+  // longer than a few microseconds to a thread of your own. It must not throw, nor destroy the
+  // client (whose destructor joins that thread); it may queue more requests.
   using Callback = std::function<void(Outcome)>;
 
   // Queues an embedding of `texts` with `model` and returns at once. The future yields the

@@ -156,13 +156,17 @@ Gateway::Gateway(GatewayOptions options)
           [this](HttpRequest request, HttpReply reply) {
             Handle(std::move(request), std::move(reply));
           },
-          // What the server refuses itself (413, 400) gets the same JSON shape as ours.
+          // What the server answers itself (413, 400; 503 while shutting down; 500 for a
+          // request dropped unanswered) gets the same JSON shape as ours.
           [this](int status, const std::string& message) {
             metrics_.Record("other", status, 0, 0);
-            const bool ours = status >= 500;
-            return ErrorResponse(HttpError(status, ours ? "server_error" : "invalid_request_error",
-                                           ours ? "INTERNAL" : "BAD_REQUEST", message),
-                                 OpenAiErrorJson);
+            const char* code = status < 500    ? "BAD_REQUEST"
+                               : status == 503 ? "UNAVAILABLE"
+                                               : "INTERNAL";
+            return ErrorResponse(
+                HttpError(status, status < 500 ? "invalid_request_error" : "server_error", code,
+                          message),
+                OpenAiErrorJson);
           }),
       control_(std::make_unique<boost::asio::thread_pool>(kControlThreads)),
       embedder_(options_.routers, ClientOptions{}) {}
