@@ -44,6 +44,13 @@ HttpResponse ErrorResponse(const HttpError& error, ErrorJson error_json) {
   return response;
 }
 
+// A cluster reply's response, with TEI's header for the tokens it computed.
+HttpResponse WithTokens(std::string body, const Embeddings& reply) {
+  HttpResponse response = Json(std::move(body));
+  response.headers.emplace_back("x-compute-tokens", std::to_string(reply.total_tokens()));
+  return response;
+}
+
 // One HTTP request of a route, from its handler to its response: it answers exactly once
 // (through its HttpReply), turns any failure into the route's JSON error, and records the
 // request in the metrics. Copies share the reply.
@@ -78,42 +85,21 @@ class Exchange {
   // The AsyncClient callback that answers with `format(reply)`, or with the error the cluster
   // gave. The outcome moves to the connection's loop first: formatting there keeps the
   // client's I/O thread, which every request shares, free.
-  AsyncClient::Callback Then(std::function<HttpResponse(const Embeddings&)> format) const {
-    return [exchange = *this, format = std::move(format)](AsyncClient::Outcome outcome) mutable {
-      const HttpReply reply = exchange.reply_;
-      reply.Send(
-          std::function<HttpResponse()>([exchange = std::move(exchange), format = std::move(format),
-                                         outcome = std::move(outcome)] {
-            return exchange.Finish([&]() -> HttpResponse {
-              if (const Error* error = std::get_if<Error>(&outcome)) throw *error;
-              return format(std::get<Embeddings>(outcome));
-            });
-          }));
-    };
+  AsyncClient::Callback Then(std::function<HttpResponse(const Embeddings&)> format) const;
+
+  // The same for a parsed request of `texts` texts, its response body format(*parsed, reply)
+  // with TEI's header for the tokens the reply computed.
+  template <class Parsed>
+  AsyncClient::Callback Then(std::shared_ptr<const Parsed> parsed, std::size_t texts,
+                             std::string (*format)(const Parsed&, const Embeddings&)) {
+    texts_ = texts;
+    return Then([parsed = std::move(parsed), format](const Embeddings& reply) {
+      return WithTokens(format(*parsed, reply), reply);
+    });
   }
 
  private:
-  HttpResponse Finish(const std::function<HttpResponse()>& make) const {
-    HttpResponse response;
-    try {
-      response = make();
-    } catch (const HttpError& e) {
-      response = ErrorResponse(e, error_json_);
-    } catch (const Error& e) {
-      response = ErrorResponse(FromEmberError(e), error_json_);
-    } catch (const std::exception& e) {
-      spdlog::error("{}: {}", route_, e.what());
-      response = ErrorResponse(HttpError(500, "server_error", "INTERNAL", e.what()), error_json_);
-    }
-    if (response.status >= 500) {
-      spdlog::warn("{} answered {}: {}", route_, response.status, response.body);
-    }
-    metrics_->End();
-    metrics_->Record(route_, response.status,
-                     std::chrono::duration<double>(Clock::now() - start_).count(),
-                     response.status == 200 ? texts_ : 0);
-    return response;
-  }
+  HttpResponse Finish(const std::function<HttpResponse()>& make) const;
 
   GatewayMetrics* metrics_;
   const char* route_;
@@ -123,10 +109,38 @@ class Exchange {
   std::size_t texts_ = 0;
 };
 
-// A cluster reply's response, with TEI's header for the tokens it computed.
-HttpResponse WithTokens(std::string body, const Embeddings& reply) {
-  HttpResponse response = Json(std::move(body));
-  response.headers.emplace_back("x-compute-tokens", std::to_string(reply.total_tokens()));
+AsyncClient::Callback Exchange::Then(std::function<HttpResponse(const Embeddings&)> format) const {
+  return [exchange = *this, format = std::move(format)](AsyncClient::Outcome outcome) mutable {
+    const HttpReply reply = exchange.reply_;
+    reply.Send(std::function<HttpResponse()>(
+        [exchange = std::move(exchange), format = std::move(format), outcome = std::move(outcome)] {
+          return exchange.Finish([&]() -> HttpResponse {
+            if (const Error* error = std::get_if<Error>(&outcome)) throw *error;
+            return format(std::get<Embeddings>(outcome));
+          });
+        }));
+  };
+}
+
+HttpResponse Exchange::Finish(const std::function<HttpResponse()>& make) const {
+  HttpResponse response;
+  try {
+    response = make();
+  } catch (const HttpError& e) {
+    response = ErrorResponse(e, error_json_);
+  } catch (const Error& e) {
+    response = ErrorResponse(FromEmberError(e), error_json_);
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {}", route_, e.what());
+    response = ErrorResponse(HttpError(500, "server_error", "INTERNAL", e.what()), error_json_);
+  }
+  if (response.status >= 500) {
+    spdlog::warn("{} answered {}: {}", route_, response.status, response.body);
+  }
+  metrics_->End();
+  metrics_->Record(route_, response.status,
+                   std::chrono::duration<double>(Clock::now() - start_).count(),
+                   response.status == 200 ? texts_ : 0);
   return response;
 }
 
@@ -209,50 +223,41 @@ void Gateway::Handle(HttpRequest request, HttpReply reply) {
 void Gateway::OpenAiEmbeddings(const HttpRequest& request, HttpReply reply) {
   Exchange exchange(metrics_, "/v1/embeddings", OpenAiErrorJson, std::move(reply));
   exchange.Start([&] {
-    auto parsed = std::make_shared<const OpenAiRequest>(ParseOpenAiRequest(request.body));
-    exchange.set_texts(parsed->call.texts.size());
-    embedder_.Embed(parsed->call.model, parsed->call.texts, OptionsOf(parsed->call, options_),
-                    exchange.Then([parsed](const Embeddings& embeddings) {
-                      return WithTokens(FormatOpenAiResponse(*parsed, embeddings), embeddings);
-                    }));
+    const auto parsed = std::make_shared<const OpenAiRequest>(ParseOpenAiRequest(request.body));
+    Embed(parsed->call, exchange.Then(parsed, parsed->call.texts.size(), &FormatOpenAiResponse));
   });
 }
 
 void Gateway::TeiEmbed(const HttpRequest& request, HttpReply reply) {
   Exchange exchange(metrics_, "/embed", TeiErrorJson, std::move(reply));
   exchange.Start([&] {
-    auto parsed =
+    const auto parsed =
         std::make_shared<const TeiRequest>(ParseTeiRequest(request.body, options_.default_model));
-    exchange.set_texts(parsed->call.texts.size());
-    embedder_.Embed(parsed->call.model, parsed->call.texts, OptionsOf(parsed->call, options_),
-                    exchange.Then([parsed](const Embeddings& embeddings) {
-                      return WithTokens(FormatTeiResponse(*parsed, embeddings), embeddings);
-                    }));
+    Embed(parsed->call, exchange.Then(parsed, parsed->call.texts.size(), &FormatTeiResponse));
   });
 }
 
 void Gateway::TeiRerank(const HttpRequest& request, HttpReply reply) {
   Exchange exchange(metrics_, "/rerank", TeiErrorJson, std::move(reply));
   exchange.Start([&] {
-    auto parsed = std::make_shared<const RerankRequest>(
+    const auto parsed = std::make_shared<const RerankRequest>(
         ParseRerankRequest(request.body, options_.default_model));
-    exchange.set_texts(parsed->score.pairs.size());
-    Score(parsed->score, exchange.Then([parsed](const Embeddings& scores) {
-      return WithTokens(FormatRerankResponse(*parsed, scores), scores);
-    }));
+    Score(parsed->score, exchange.Then(parsed, parsed->score.pairs.size(), &FormatRerankResponse));
   });
 }
 
 void Gateway::TeiPredict(const HttpRequest& request, HttpReply reply) {
   Exchange exchange(metrics_, "/predict", TeiErrorJson, std::move(reply));
   exchange.Start([&] {
-    auto parsed = std::make_shared<const PredictRequest>(
+    const auto parsed = std::make_shared<const PredictRequest>(
         ParsePredictRequest(request.body, options_.default_model));
-    exchange.set_texts(parsed->score.call.texts.size());
-    Score(parsed->score, exchange.Then([parsed](const Embeddings& scores) {
-      return WithTokens(FormatPredictResponse(*parsed, scores), scores);
-    }));
+    Score(parsed->score,
+          exchange.Then(parsed, parsed->score.call.texts.size(), &FormatPredictResponse));
   });
+}
+
+void Gateway::Embed(const EmbeddingCall& call, AsyncClient::Callback done) {
+  embedder_.Embed(call.model, call.texts, OptionsOf(call, options_), std::move(done));
 }
 
 void Gateway::Score(const ScoreCall& score, AsyncClient::Callback done) {

@@ -71,7 +71,9 @@ class Gateway {
   void TeiPredict(const HttpRequest& request, HttpReply reply);
   void TeiTokenize(const HttpRequest& request, HttpReply reply);
   void TeiDecode(const HttpRequest& request, HttpReply reply);
-  // A cross-encoder's or classifier's scores of `score`, for /rerank and /predict.
+  // Queues the embedding of `call` (/v1/embeddings, /embed) on the cluster.
+  void Embed(const EmbeddingCall& call, AsyncClient::Callback done);
+  // Queues a cross-encoder's or classifier's scores of `score` (/rerank, /predict).
   void Score(const ScoreCall& score, AsyncClient::Callback done);
   void Health(HttpReply reply);
 
