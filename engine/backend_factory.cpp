@@ -8,7 +8,6 @@
 #include "engine/torchscript/torchscript_backend.h"
 
 namespace ember::engine {
-
 std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path, BackendOptions options) {
   namespace fs = std::filesystem;
   const bool is_bert = fs::is_directory(path) && fs::exists(path / "config.json");
@@ -19,8 +18,7 @@ std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path, BackendO
   if (options.backend == "simulated") return LoadSimulatedBackend(path, std::move(options.params));
   if (options.backend != "auto" && options.backend != "torchscript") {
     throw Error(ErrorCode::kBadRequest, "model '" + path.string() + "': unknown backend '" +
-                                            options.backend +
-                                            "' (auto, bert, torchscript, simulated)");
+                                            options.backend + "' (" + BackendNames() + ")");
   }
   // A TorchScript module runs in whatever dtypes it was exported with; converting it here
   // would be a guess.

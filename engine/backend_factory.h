@@ -6,9 +6,12 @@
 #ifndef EMBER_ENGINE_BACKEND_FACTORY_H_
 #define EMBER_ENGINE_BACKEND_FACTORY_H_
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "engine/backend.h"
 #include "engine/backend_params.h"
@@ -18,11 +21,30 @@ namespace ember::engine {
 struct BackendOptions {
   std::string device = "cpu";    // "cpu" or "cuda:N"
   int threads = 0;               // intra-op threads; 0 leaves the runtime's setting
-  std::string backend = "auto";  // "auto", "bert", "torchscript" or "simulated"
+  std::string backend = "auto";  // one of BackendNames()
   // The runtime's own settings (bert: engine/bert/bert_backend.h; torchscript: precision,
   // which must be fp32). Unknown keys fail the load.
   BackendParams params{};
 };
+
+// The runtimes `BackendOptions::backend` may name: the one list, against which a version's
+// config.toml is checked before anything loads. Inline, so that serving code linked without
+// any runtime (the worker's library) checks names too.
+inline constexpr std::string_view kBackendNames[] = {"auto", "bert", "torchscript", "simulated"};
+
+inline bool IsBackendName(std::string_view name) {
+  return std::ranges::find(kBackendNames, name) != std::end(kBackendNames);
+}
+
+// "auto, bert, torchscript, simulated", for messages.
+inline std::string BackendNames() {
+  std::string names;
+  for (const std::string_view name : kBackendNames) {
+    if (!names.empty()) names += ", ";
+    names += name;
+  }
+  return names;
+}
 
 // Throws ember::Error (BAD_REQUEST) for a bad parameter, std::runtime_error naming the path
 // when nothing loadable is there.

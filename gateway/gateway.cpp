@@ -77,8 +77,7 @@ class Exchange {
     try {
       start();
     } catch (...) {
-      reply_.Send(
-          Finish([e = std::current_exception()]() -> HttpResponse { std::rethrow_exception(e); }));
+      Answer([e = std::current_exception()]() -> HttpResponse { std::rethrow_exception(e); });
     }
   }
 

@@ -346,6 +346,4 @@ void HttpServer::Stop() {
   }
 }
 
-std::size_t HttpServer::in_flight() const { return core_->in_flight.load(); }
-
 }  // namespace ember::gateway

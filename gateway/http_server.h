@@ -92,9 +92,6 @@ class HttpServer {
   // answer) for at most drain_timeout, then closes every connection and joins the loops.
   void Stop();
 
-  // Requests handed to the handler and not yet answered on the wire.
-  std::size_t in_flight() const;
-
  private:
   struct Core;
   std::unique_ptr<Core> core_;

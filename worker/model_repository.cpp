@@ -224,9 +224,8 @@ ModelSpec ModelRepository::Spec(const std::string& model, std::uint32_t version)
         spec.load.params.Set(std::string(k), ParameterText(node, file, k));
       }
       config::ReadString(t, "backend", &spec.load.backend, file);
-      if (spec.load.backend != "auto" && spec.load.backend != "bert" &&
-          spec.load.backend != "torchscript" && spec.load.backend != "simulated") {
-        config::Bad(file, "backend", "expected auto, bert, torchscript or simulated");
+      if (!engine::IsBackendName(spec.load.backend)) {
+        config::Bad(file, "backend", "expected one of " + engine::BackendNames());
       }
       std::string path;
       config::ReadString(t, "path", &path, file);
