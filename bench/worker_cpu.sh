@@ -9,12 +9,14 @@
 # rounds. Everything shares this machine's cores, so compare figures per text, not rates.
 #
 #   bench/worker_cpu.sh [--rounds N] [--seconds S] [--clients C] [--window W] [--batch-us U]
-#                       [--json FILE]
+#                       [--qps Q] [--json FILE]
+#   --qps Q: an open loop at Q requests/s (Poisson) instead of the closed loop of C clients, so
+#   that variants are compared at one load with cores to spare, as on a GPU host
 #   EMBER_WORKER_ARGS="--tokenizer-threads 4" bench/worker_cpu.sh   # extra worker flags
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${EMBER_BUILD_DIR:-$ROOT/build}"
-ROUNDS=3; SECONDS_=5; CLIENTS=64; WINDOW=4; BATCH_US=2000
+ROUNDS=3; SECONDS_=5; CLIENTS=64; WINDOW=4; BATCH_US=2000; QPS=""
 JSON="$ROOT/bench/results/worker_cpu.json"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -23,8 +25,9 @@ while [[ $# -gt 0 ]]; do
     --clients) CLIENTS="$2"; shift 2 ;;
     --window) WINDOW="$2"; shift 2 ;;
     --batch-us) BATCH_US="$2"; shift 2 ;;
+    --qps) QPS="$2"; shift 2 ;;
     --json) JSON="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "worker_cpu.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -51,9 +54,11 @@ worker=$!
 ember_wait_for "$BUILD/client/emberctl" "ipc://$TMP/f" "sim( |$)" 1 300 || {
   echo "the worker never served the simulated model:" >&2; tail -5 "$TMP/worker.log" >&2; exit 1; }
 results="$TMP/results.jsonl"; : > "$results"
+load=(--concurrency "$CLIENTS" --window "$WINDOW")
+[[ -n $QPS ]] && load=(--qps "$QPS" --connections 2)
 for round in $(seq 1 "$ROUNDS"); do
   "$BUILD/bench/ember-loadgen" --router "ipc://$TMP/f" --model sim --texts-file "$TMP/passages.txt" \
-    --texts-per-request 1 --concurrency "$CLIENTS" --window "$WINDOW" --warmup-s 1 \
+    --texts-per-request 1 "${load[@]}" --warmup-s 1 \
     --duration-s "$SECONDS_" --quiet --json "$TMP/lg.json" > /dev/null 2>&1 & lg=$!
   sleep 1.5  # into the measured window
   for p in worker:$worker router:$router; do
@@ -74,18 +79,21 @@ for round in $(seq 1 "$ROUNDS"); do
     '{round: $round, texts_per_s: .texts_per_s, p50_ms: .latency_ms.p50, errors: .error_total,
       worker: $w[0], router: $r[0]}' "$TMP/lg.json" >> "$results"
 done
-"$PY" - "$results" "$JSON" "$CLIENTS" "$WINDOW" "$BATCH_US" <<'PY'
+"$PY" - "$results" "$JSON" "$CLIENTS" "$WINDOW" "$BATCH_US" "$QPS" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+qps = float(sys.argv[6]) if sys.argv[6] else None
 def stat(v):
     v = sorted(v)
     return {"median": statistics.median(v), "min": v[0], "max": v[-1]}
-out = {"clients": int(sys.argv[3]), "window": int(sys.argv[4]), "batch_us": int(sys.argv[5]),
+out = {"clients": int(sys.argv[3]), "window": int(sys.argv[4]), "qps": qps, "batch_us": int(sys.argv[5]),
        "rounds": rows, "texts_per_s": stat([r["texts_per_s"] for r in rows]),
        "errors": sum(r["errors"] for r in rows), "roles": {}}
 q = out["texts_per_s"]
-print(f"simulated model, batch {out['batch_us']} us, {out['clients']} clients x {out['window']} "
-      f"in flight, 1 text/request: {q['median']:,.0f} texts/s ({q['min']:,.0f}-{q['max']:,.0f}), "
+load = f"open loop at {qps:,.0f} requests/s" if qps else \
+    f"{out['clients']} clients x {out['window']} in flight"
+print(f"simulated model, batch {out['batch_us']} us, {load}, "
+      f"1 text/request: {q['median']:,.0f} texts/s ({q['min']:,.0f}-{q['max']:,.0f}), "
       f"{out['errors']} errors")
 print(f"{'process':<8} {'thread role':<18} {'threads':>7} {'us/text (median, range)':>26} {'cores':>6}")
 for proc in ("worker", "router"):

@@ -10,7 +10,10 @@
 #   - fp16, 1 text/request, open loop at 80% of the closed-loop peak: p50 / p99;
 # sampling GPU busy % (nvidia-smi) during each, the worker's own account of its batches (its
 # per-batch trace, bench/gpu/batch_trace.py), and the worker's, router's, gateway's and load
-# generator's CPU per thread role (bench/profile/thread_cpu.py) during the fp16 runs. Then the
+# generator's CPU per thread role (bench/profile/thread_cpu.py) during the fp16 runs, and where
+# a request's time goes: the load generator's mean latency against the first router's own
+# (accepted to answered, and at the worker: bench/profile/router_latency.py) and the worker's
+# mean stay (a closed loop serves in-flight / latency requests per second). Then the
 # peers on the same passages: HF BertModel forward (bench/gpu/hf_forward.py: pre-tokenized,
 # length-sorted, padded batches of 512) and sentence-transformers encode (bench/gpu/st_encode.py).
 # Ends with one table (bench/gpu/serve_summary.py) and summary.json. Meant to fit in 8 minutes on
@@ -150,18 +153,21 @@ if [[ $dry != 1 ]]; then
   version minilm-fp16-alt 'precision = "fp16"' \
     "${EMBER_GPU_BENCH_ALT_CONFIG:-max-batch-tokens = ${EMBER_GPU_BENCH_ALT_TOKENS:-65536}}"
 fi
+port=$(( 20000 + RANDOM % 20000 ))
+metrics_url="http://127.0.0.1:$(( port + 1 ))/metrics"  # the first router's (router_latency.py)
 routers_n="${EMBER_GPU_BENCH_ROUTERS:-1}"
 frontends=(); backends=()
 for i in $(seq 0 $(( routers_n - 1 ))); do
   frontends+=("ipc://$TMP/frontend$i"); backends+=("ipc://$TMP/backend$i")
+  metrics=(); (( i == 0 )) && metrics=(--metrics-listen "127.0.0.1:$(( port + 1 ))")
   "$build/router/ember-router" --frontend "${frontends[$i]}" --backend "${backends[$i]}" \
-    --io-threads "${EMBER_GPU_BENCH_IO_THREADS:-1}" --log-level warn > "$out/router$i.log" 2>&1 &
+    --io-threads "${EMBER_GPU_BENCH_IO_THREADS:-1}" "${metrics[@]}" --log-level warn \
+    > "$out/router$i.log" 2>&1 &
   PIDS+=($!)
   (( i == 0 )) && router_pid=$!  # the one profiled
 done
 frontend="${frontends[0]}"
 all_frontends=$(IFS=,; echo "${frontends[*]}")  # loadgen spreads its clients over them
-port=$(( 20000 + RANDOM % 20000 ))
 loads=(); for m in "${models[@]}"; do loads+=(--load "$m"); done
 worker_routers=(); for b in "${backends[@]}"; do worker_routers+=(--router "$b"); done
 # shellcheck disable=SC2086
@@ -196,6 +202,9 @@ run() {
   local lg=$!
   sleep "$warmup"
   local sampler="" from; from=$(stat -c %s "$out/worker.log")
+  local model; model=$(grep -oP -- '--model \K\S+' <<< "$*")
+  "$py" "$root/bench/profile/router_latency.py" snap "$metrics_url" "$TMP/$name-metrics-a.txt" \
+    2>/dev/null || true
   if [[ $dry != 1 ]]; then
     nvidia-smi -i 0 --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 200 \
       > "$out/$name.gpu" 2>/dev/null & sampler=$!
@@ -212,13 +221,18 @@ run() {
     done
   fi
   wait "$lg"; local rc=$?
+  "$py" "$root/bench/profile/router_latency.py" snap "$metrics_url" "$TMP/$name-metrics-b.txt" \
+    2>/dev/null || true
   [[ -n $sampler ]] && kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
   if [[ $trace == 1 ]]; then  # the worker's batches over the measured window (and the drain)
-    local model; model=$(grep -oP -- '--model \K\S+' <<< "$*")
     "$py" "$root/bench/gpu/batch_trace.py" "$out/worker.log" "$from" "$(stat -c %s "$out/worker.log")" \
       --model "$model" --json "$out/$name-batches.json" > "$out/$name-batches.txt" 2>&1
   fi
   if [[ $rc == 0 ]]; then
+    if [[ -s $TMP/$name-metrics-a.txt && -s $TMP/$name-metrics-b.txt ]]; then
+      "$py" "$root/bench/profile/router_latency.py" report "$TMP/$name-metrics-a.txt" \
+        "$TMP/$name-metrics-b.txt" "$model" --json "$out/$name-router.json" > /dev/null
+    fi
     if [[ ${PROFILE:-0} == 1 ]]; then
       local texts; texts=$(jq ".texts_per_s * $window" "$out/$name.json")
       for role in worker router gateway loadgen; do

@@ -33,6 +33,10 @@ def fmt(x, spec="{:,.0f}"):
     return "-" if x is None else spec.format(x)
 
 
+def minus(a, b):
+    return None if a is None or b is None else a - b
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -50,7 +54,7 @@ def main():
     rows = []
     for p in sorted(glob.glob(os.path.join(d, "*-*-*.json"))):
         name = os.path.basename(p)[:-5]
-        if "-cpu-" in name or name.endswith("-batches") or name.startswith(("hf-", "st-", "peer-", "passages")):
+        if "-cpu-" in name or name.endswith(("-batches", "-router")) or name.startswith(("hf-", "st-", "peer-", "passages")):
             continue
         r = load(p)
         if not r or "texts_per_s" not in r:
@@ -65,6 +69,8 @@ def main():
             "vs_hf": r["texts_per_s"] / peers[("hf", dtype)] if ("hf", dtype) in peers else None,
             "vs_st": r["texts_per_s"] / peers[("st", dtype)] if ("st", dtype) in peers else None,
             "batches": load(os.path.join(d, name + "-batches.json")),
+            "router": load(os.path.join(d, name + "-router.json")),
+            "mean_ms": r["latency_ms"].get("mean"),
         })
     by = {row["run"]: row for row in rows}
     print()
@@ -122,6 +128,23 @@ def main():
                   f"{b['embed_occupancy']:>9.2f} {p['queued_oldest']:>7.0f} {p['slot_wait']:>9.0f} "
                   f"{p['pack']:>6.0f} {p['embed']:>7.0f} {p['unpack']:>7.0f} {b['mean_stay_us'] or 0:>7.0f}")
         print("  (queued: the oldest text's wait; stay: mean arrival-to-answer time in the worker)")
+    split = [row for row in rows if row["router"] and row["router"].get("router_ms") is not None]
+    if split:  # bench/profile/router_latency.py: the first router's histograms over the run
+        print()
+        print("Where a request's time goes, means in ms (client: the load generator's latency; router:")
+        print("accepted to answered; dispatch: sent to the worker to its reply; worker: its mean stay):")
+        head = (f"  {'run':<18} {'client':>7} {'router':>7} {'dispatch':>8} {'worker':>7} "
+                f"{'client-router':>13} {'router-dispatch':>15} {'dispatch-worker':>15}")
+        print(head)
+        for row in split:
+            r, b = row["router"], row["batches"] or {}
+            stay = b.get("mean_stay_us")
+            stay = stay / 1000 if stay is not None else None
+            print(f"  {row['run']:<18} {fmt(row['mean_ms'], '{:.2f}'):>7} {fmt(r['router_ms'], '{:.2f}'):>7} "
+                  f"{fmt(r['dispatch_ms'], '{:.2f}'):>8} {fmt(stay, '{:.2f}'):>7} "
+                  f"{fmt(minus(row['mean_ms'], r['router_ms']), '{:.2f}'):>13} "
+                  f"{fmt(minus(r['router_ms'], r['dispatch_ms']), '{:.2f}'):>15} "
+                  f"{fmt(minus(r['dispatch_ms'], stay), '{:.2f}'):>15}")
     profiles = {}
     for p in sorted(glob.glob(os.path.join(d, "*-cpu-*.json"))):
         name = os.path.basename(p)[:-5]
