@@ -30,6 +30,9 @@
 #     extra flags for the worker and the gateway
 #   EMBER_GPU_BENCH_TESTS=0: skip building and running cuda_encoder_test (~1-2 min less)
 #   EMBER_GPU_BENCH_DEEP=1: also 1 text/request with twice the requests in flight
+#   EMBER_GPU_BENCH_CLIENTS1=32x32: the ZeroMQ 1-text runs' load generator threads x requests in
+#     flight each (default 256x4: the same 1,024 in flight on 8x fewer threads, to tell the load
+#     generator's scheduling apart from ember's)
 #   EMBER_GPU_BENCH_ALT_TOKENS=65536: the token budget of the "tokalt" run, against the default;
 #     EMBER_GPU_BENCH_ALT_CONFIG='LINE' another config.toml line for that run instead
 #   EMBER_GPU_BENCH_PREBUILT=DIR: no build; the binaries in DIR (scripts/gpu-bundle.sh: built on
@@ -57,6 +60,11 @@ else
   device=cuda:0; read -ra dtypes <<< "${EMBER_GPU_BENCH_DTYPES:-fp32 fp16 bf16}"
   seconds="${EMBER_GPU_BENCH_SECONDS:-8}"; warmup=3
   c1=256; w1=4; c32=32; h1=256; h32=64; peer_count=4096; peer_seconds=3
+fi
+if [[ -n ${EMBER_GPU_BENCH_CLIENTS1:-} ]]; then
+  [[ $EMBER_GPU_BENCH_CLIENTS1 =~ ^([1-9][0-9]*)x([1-9][0-9]*)$ ]] ||
+    { echo "gpu-bench: EMBER_GPU_BENCH_CLIENTS1 is CLIENTSxWINDOW, e.g. 32x32" >&2; exit 2; }
+  c1="${BASH_REMATCH[1]}"; w1="${BASH_REMATCH[2]}"
 fi
 prebuilt="${EMBER_GPU_BENCH_PREBUILT:-}"
 [[ -n $prebuilt ]] && build="$(cd "$prebuilt" && pwd)"
