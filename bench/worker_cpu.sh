@@ -9,14 +9,17 @@
 # rounds. Everything shares this machine's cores, so compare figures per text, not rates.
 #
 #   bench/worker_cpu.sh [--rounds N] [--seconds S] [--clients C] [--window W] [--batch-us U]
-#                       [--qps Q] [--json FILE]
+#                       [--qps Q] [--trace] [--json FILE]
 #   --qps Q: an open loop at Q requests/s (Poisson) instead of the closed loop of C clients, so
 #   that variants are compared at one load with cores to spare, as on a GPU host
+#   --trace: also where a request's time goes (as scripts/gpu-bench.sh): the client's mean
+#   latency, the router's (bench/profile/router_latency.py) and the worker's mean stay (its batch
+#   trace, at --log-level debug, bench/gpu/batch_trace.py)
 #   EMBER_WORKER_ARGS="--tokenizer-threads 4" bench/worker_cpu.sh   # extra worker flags
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${EMBER_BUILD_DIR:-$ROOT/build}"
-ROUNDS=3; SECONDS_=5; CLIENTS=64; WINDOW=4; BATCH_US=2000; QPS=""
+ROUNDS=3; SECONDS_=5; CLIENTS=64; WINDOW=4; BATCH_US=2000; QPS=""; TRACE=0
 JSON="$ROOT/bench/results/worker_cpu.json"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -26,8 +29,9 @@ while [[ $# -gt 0 ]]; do
     --window) WINDOW="$2"; shift 2 ;;
     --batch-us) BATCH_US="$2"; shift 2 ;;
     --qps) QPS="$2"; shift 2 ;;
+    --trace) TRACE=1; shift ;;
     --json) JSON="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "worker_cpu.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -45,11 +49,15 @@ done
 # The batcher as on cuda (its defaults there), not cpu's (32 texts, 512 tokens).
 printf 'backend = "simulated"\nbatch-us = %s\nmax-batch-size = 65536\nmax-batch-tokens = 32768\n' \
   "$BATCH_US" > "$TMP/repo/sim/1/config.toml"
+metrics=(); level=warn
+if [[ $TRACE == 1 ]]; then
+  port=$(( 20000 + RANDOM % 20000 )); metrics=(--metrics-listen "127.0.0.1:$port"); level=debug
+fi
 "$BUILD/router/ember-router" --frontend "ipc://$TMP/f" --backend "ipc://$TMP/b" --log-level warn \
-  > "$TMP/router.log" 2>&1 & PIDS+=($!); router=$!
+  "${metrics[@]}" > "$TMP/router.log" 2>&1 & PIDS+=($!); router=$!
 # shellcheck disable=SC2086
 "$BUILD/worker/ember-worker" --router "ipc://$TMP/b" --device cpu --repository "$TMP/repo" \
-  --load sim --log-level warn ${EMBER_WORKER_ARGS:-} > "$TMP/worker.log" 2>&1 & PIDS+=($!)
+  --load sim --log-level "$level" ${EMBER_WORKER_ARGS:-} > "$TMP/worker.log" 2>&1 & PIDS+=($!)
 worker=$!
 ember_wait_for "$BUILD/client/emberctl" "ipc://$TMP/f" "sim( |$)" 1 300 || {
   echo "the worker never served the simulated model:" >&2; tail -5 "$TMP/worker.log" >&2; exit 1; }
@@ -64,10 +72,25 @@ for round in $(seq 1 "$ROUNDS"); do
   for p in worker:$worker router:$router; do
     "$PY" "$ROOT/bench/profile/thread_cpu.py" snap "${p#*:}" "$TMP/${p%%:*}-a.json"
   done
+  if [[ $TRACE == 1 ]]; then
+    from=$(stat -c %s "$TMP/worker.log")
+    "$PY" "$ROOT/bench/profile/router_latency.py" snap "http://127.0.0.1:$port/metrics" "$TMP/m-a.txt"
+  fi
   sleep "$(( SECONDS_ - 1 ))"
   for p in worker:$worker router:$router; do
     "$PY" "$ROOT/bench/profile/thread_cpu.py" snap "${p#*:}" "$TMP/${p%%:*}-b.json"
   done
+  echo '{}' > "$TMP/split.json"
+  if [[ $TRACE == 1 ]]; then
+    "$PY" "$ROOT/bench/profile/router_latency.py" snap "http://127.0.0.1:$port/metrics" "$TMP/m-b.txt"
+    "$PY" "$ROOT/bench/profile/router_latency.py" report "$TMP/m-a.txt" "$TMP/m-b.txt" sim \
+      --json "$TMP/router-ms.json" > /dev/null
+    "$PY" "$ROOT/bench/gpu/batch_trace.py" "$TMP/worker.log" "$from" "$(stat -c %s "$TMP/worker.log")" \
+      --model sim --json "$TMP/batches.json" > /dev/null
+    jq -s '{router_ms: .[0].router_ms, dispatch_ms: .[0].dispatch_ms,
+            worker_ms: (.[1].mean_stay_us / 1000)}' "$TMP/router-ms.json" "$TMP/batches.json" \
+      > "$TMP/split.json"
+  fi
   wait "$lg" || true
   # Texts served between the snapshots, at the measured rate.
   texts=$("$PY" -c "import json,sys; a=json.load(open('$TMP/worker-a.json')); b=json.load(open('$TMP/worker-b.json')); print(int(json.load(open('$TMP/lg.json'))['texts_per_s']*(b['time']-a['time'])))")
@@ -76,8 +99,10 @@ for round in $(seq 1 "$ROUNDS"); do
       "$texts" --json "$TMP/$role-cpu.json" > /dev/null
   done
   jq -c --argjson round "$round" --slurpfile w "$TMP/worker-cpu.json" --slurpfile r "$TMP/router-cpu.json" \
+    --slurpfile s "$TMP/split.json" \
     '{round: $round, texts_per_s: .texts_per_s, p50_ms: .latency_ms.p50, errors: .error_total,
-      worker: $w[0], router: $r[0]}' "$TMP/lg.json" >> "$results"
+      worker: $w[0], router: $r[0], split: ($s[0] + {client_ms: .latency_ms.mean})}' \
+    "$TMP/lg.json" >> "$results"
 done
 "$PY" - "$results" "$JSON" "$CLIENTS" "$WINDOW" "$BATCH_US" "$QPS" <<'PY'
 import json, statistics, sys
@@ -111,5 +136,11 @@ for proc in ("worker", "router"):
         out["roles"][f"{proc}/{name}"] = {"us_per_text": s, "cores": statistics.median(cores)}
         print(f"{proc:<8} {name:<18} {threads!s:>7} {s['median']:>10.1f} ({s['min']:.1f}-{s['max']:.1f})"
               f"{'':>6} {statistics.median(cores):>6.2f}")
+split = [r["split"] for r in rows if r["split"].get("router_ms") is not None]
+if split:  # --trace
+    out["split_ms"] = {k: stat([x[k] for x in split]) for k in
+                       ("client_ms", "router_ms", "dispatch_ms", "worker_ms")}
+    print("where a request's time goes, mean ms (median, range): " + ", ".join(
+        f"{k[:-3]} {v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f})" for k, v in out["split_ms"].items()))
 json.dump(out, open(sys.argv[2], "w"), indent=2)
 PY
