@@ -28,7 +28,8 @@
 #     over them); EMBER_GPU_BENCH_IO_THREADS=2: each router's ZeroMQ I/O threads (default 1)
 #   EMBER_GPU_BENCH_WORKER_ARGS="--tokenizer-threads 4", EMBER_GPU_BENCH_GATEWAY_ARGS="--threads 8":
 #     extra flags for the worker and the gateway
-#   EMBER_GPU_BENCH_TESTS=0: skip building and running cuda_encoder_test (~1-2 min less)
+#   EMBER_GPU_BENCH_TESTS=0: skip building and running cuda_kernels_test and cuda_encoder_test
+#     (~1-2 min less; a prebuilt run makes their models from tests/data/bert_test_models.txt)
 #   EMBER_GPU_BENCH_DEEP=1: also 1 text/request with twice the requests in flight
 #   EMBER_GPU_BENCH_CLIENTS1=32x32: the ZeroMQ 1-text runs' load generator threads x requests in
 #     flight each (default 256x4: the same 1,024 in flight on 8x fewer threads, to tell the load
@@ -68,6 +69,7 @@ if [[ -n ${EMBER_GPU_BENCH_CLIENTS1:-} ]]; then
 fi
 prebuilt="${EMBER_GPU_BENCH_PREBUILT:-}"
 [[ -n $prebuilt ]] && build="$(cd "$prebuilt" && pwd)"
+cuda_tests=(cuda_kernels_test cuda_encoder_test); [[ ${EMBER_GPU_BENCH_TESTS:-1} == 0 ]] && cuda_tests=()
 out="${EMBER_GPU_BENCH_OUT:-$build/gpu-bench}"
 trace="${EMBER_GPU_BENCH_TRACE:-1}"
 start=$(date +%s)
@@ -111,25 +113,42 @@ if [[ -n $prebuilt ]]; then
   fi
 elif [[ $dry != 1 ]]; then
   t=$(date +%s)
-  tests=(cuda_encoder_test); [[ ${EMBER_GPU_BENCH_TESTS:-1} == 0 ]] && tests=()
   if ember_gpu_build "$build" "$out" ember-worker ember-router ember-gateway ember-loadgen emberctl \
-       "${tests[@]}" ember_models; then
+       "${cuda_tests[@]}" ember_models; then
     step "build" ok "$(elapsed "$t")" "$EMBER_GPU_PREFIX"
   else
     step "build" FAIL "$(elapsed "$t")" "$(grep -m3 -E 'error|Error' "$out/build.log" "$out/configure.log" | tr '\n' ' ')"
     exit 1
   fi
-  # The encoder against the CPU encoder first (fp32 bound, fp16/bf16 cosine, two batches at once
-  # on two streams): wrong vectors make every figure below meaningless.
-  t=$(date +%s)
-  if [[ ${#tests[@]} == 0 ]]; then
-    step "cuda_encoder_test" ok 0 "skipped (EMBER_GPU_BENCH_TESTS=0)"
-  elif EMBER_REQUIRE_CUDA=1 EMBER_CUDA_CYCLES=50 timeout 180 "$build/tests/cuda_encoder_test" \
-       > "$out/cuda_encoder_test.log" 2>&1; then
-    step "cuda_encoder_test" ok "$(elapsed "$t")" "$(grep -m1 -E '^\[  PASSED' "$out/cuda_encoder_test.log")"
-  else
-    step "cuda_encoder_test" FAIL "$(elapsed "$t")" "$(grep -m2 -E 'Failure|FAILED' -A3 "$out/cuda_encoder_test.log" | tr '\n' ' ' | cut -c1-300)"
+fi
+# The CUDA kernels and encoder against their CPU references first (fp32 bound, fp16/bf16
+# cosine, two batches at once on two streams, a classifier on pairs): wrong vectors make every
+# figure below meaningless. A prebuilt test makes its models here, from the list the build's
+# come from (they are too large to carry).
+if [[ $dry != 1 && ${#cuda_tests[@]} == 0 ]]; then
+  step "cuda tests" ok 0 "skipped (EMBER_GPU_BENCH_TESTS=0)"
+elif [[ $dry != 1 ]]; then
+  testdata="$build/testdata/bert"
+  if [[ -n $prebuilt ]]; then
+    t=$(date +%s)
+    while read -r name _ args; do
+      [[ -z $name || $name == \#* || -f $testdata/$name/model.safetensors ]] && continue
+      # shellcheck disable=SC2086
+      "$py" "$root/scripts/make_bert_model.py" "$testdata/$name" $args >> "$out/build.log" 2>&1 ||
+        step "test model $name" FAIL "$(elapsed "$t")" "$(tail -1 "$out/build.log")"
+    done < "$root/tests/data/bert_test_models.txt"
   fi
+  for test in "${cuda_tests[@]}"; do
+    t=$(date +%s)
+    if [[ ! -x $build/tests/$test ]]; then
+      step "$test" FAIL 0 "not in $build/tests (scripts/gpu-bundle.sh)"
+    elif EMBER_REQUIRE_CUDA=1 EMBER_CUDA_CYCLES=50 EMBER_BERT_TESTDATA="$testdata" timeout 180 \
+         "$build/tests/$test" > "$out/$test.log" 2>&1; then
+      step "$test" ok "$(elapsed "$t")" "$(grep -m1 -E '^\[  PASSED' "$out/$test.log")"
+    else
+      step "$test" FAIL "$(elapsed "$t")" "$(grep -m2 -E 'Failure|FAILED' -A3 "$out/$test.log" | tr '\n' ' ' | cut -c1-300)"
+    fi
+  done
 fi
 ctl="$build/client/emberctl"
 
