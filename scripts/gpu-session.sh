@@ -11,7 +11,8 @@
 # (bench/gpu/compare_variants.py) is printed last and kept in OUT/compare.txt. Not yet run on a
 # GPU; estimated from gpu-bench's ~90 s for fp16 without peers: 2-3 minutes per variant, plus
 # 1-2 for the first's tests, so the default two fit one device call (10 minutes) and tok4 goes
-# in a second one if time is left.
+# in a second one if time is left. A variant's files are written as soon as it ends, so a device
+# call cut short still brings back the variants before it.
 #
 # Prepared here: scripts/gpu-bundle.sh (build-device/), scripts/device-debs.sh (.device-debs/),
 # .venv/bin/python3 scripts/real_model.py --vocab .device-models/vocab.txt; carried with the
@@ -47,7 +48,8 @@ for v in "${variants[@]}"; do
   esac
   dir="/tmp/gpu-session/$v"; rm -rf "$dir"
   echo "gpu-session: $v ${env[*]}"
-  env "${env[@]}" EMBER_GPU_BENCH_OUT="$dir" timeout 420 scripts/gpu-bench.sh > "$out/$v.log" 2>&1
+  limit=360; [[ $v == base ]] && limit=480  # base runs the CUDA tests first
+  env "${env[@]}" EMBER_GPU_BENCH_OUT="$dir" timeout "$limit" scripts/gpu-bench.sh > "$out/$v.log" 2>&1
   echo "gpu-session: $v exit $?"
   cp "$dir/summary.txt" "$out/$v.txt" 2>/dev/null
   mkdir -p "$dir" && mv "$out/$v.log" "$dir/gpu-bench.log"
