@@ -38,12 +38,18 @@ int main(int argc, char** argv) {
   std::vector<double> us;
   std::size_t tokens = 0;
   for (int loop = 0; loop < loops; ++loop) {
-    tokens = 0;
+    std::size_t made = 0;
     const auto start = std::chrono::steady_clock::now();
     for (const std::string& text : texts)
-      tokens += tokenizer.Encode(text, true, max_length).ids.size();
+      made += tokenizer.Encode(text, true, max_length).ids.size();
     const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
     us.push_back(took.count() / static_cast<double>(texts.size()));
+    if (loop > 0 && made != tokens) {
+      std::cerr << "ember-tokenizer-bench: loop " << loop << " made " << made
+                << " tokens, the first " << tokens << "\n";
+      return 1;
+    }
+    tokens = made;
   }
   std::sort(us.begin(), us.end());
   std::cout << "{\"texts\": " << texts.size() << ", \"tokens\": " << tokens

@@ -69,7 +69,6 @@ struct AsyncClient::Impl {
   // Settles the request with `outcome`: it leaves the books first (in_flight() never counts a
   // request whose outcome is out), then its callback runs.
   void Finish(std::unordered_map<std::uint64_t, Request>::iterator it, Outcome outcome);
-  void Fail(std::unordered_map<std::uint64_t, Request>::iterator it, Error error);
 
   const ClientOptions options;
   const int router_count;  // read by callers (the I/O thread owns `routers`)
@@ -233,10 +232,6 @@ void AsyncClient::Impl::Finish(std::unordered_map<std::uint64_t, Request>::itera
   done(std::move(outcome));
 }
 
-void AsyncClient::Impl::Fail(std::unordered_map<std::uint64_t, Request>::iterator it, Error error) {
-  Finish(it, std::move(error));
-}
-
 void AsyncClient::Impl::TakeQueued(Clock::time_point now) {
   zmq::message_t drop;
   while (wake_out.recv(drop, zmq::recv_flags::dontwait)) {
@@ -282,7 +277,7 @@ void AsyncClient::Impl::FailOver(ErrorCode code, const std::string& message,
   for (const std::uint64_t id : ids) {
     const auto it = pending.find(id);
     if (it->second.attempt >= it->second.attempts) {
-      Fail(it, Error(code, message));
+      Finish(it, Error(code, message));
       continue;
     }
     deadlines.erase(it->second.deadline);
@@ -305,12 +300,12 @@ void AsyncClient::Impl::Receive(Clock::time_point now) {
         FailOver(e.code(), e.what(), now);  // as Client: UNAVAILABLE moves to the next router
         return;                             // this connection is gone
       }
-      Fail(it, std::move(e));
+      Finish(it, std::move(e));
       continue;
     }
     if (message.command != Command::kReply) {
-      Fail(it, Error(ErrorCode::kInternal,
-                     "unexpected " + std::string(protocol::CommandName(message.command))));
+      Finish(it, Error(ErrorCode::kInternal,
+                       "unexpected " + std::string(protocol::CommandName(message.command))));
       continue;
     }
     const int attempt = r.attempt;
@@ -319,7 +314,7 @@ void AsyncClient::Impl::Receive(Clock::time_point now) {
                                               routers.endpoint(router), r.task);
       Finish(it, std::move(e));
     } catch (const Error& e) {
-      Fail(it, e);
+      Finish(it, e);
     }
   }
 }
@@ -390,7 +385,7 @@ void AsyncClient::Impl::Run() {
   }
   // Closed: whatever is left fails, queued or in flight.
   for (auto it = pending.begin(); it != pending.end(); it = pending.begin()) {
-    Fail(it, Error(ErrorCode::kUnavailable, "client closed before the router answered"));
+    Finish(it, Error(ErrorCode::kUnavailable, "client closed before the router answered"));
   }
 }
 

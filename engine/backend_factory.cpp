@@ -8,6 +8,7 @@
 #include "engine/torchscript/torchscript_backend.h"
 
 namespace ember::engine {
+
 std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path, BackendOptions options) {
   namespace fs = std::filesystem;
   const bool is_bert = fs::is_directory(path) && fs::exists(path / "config.json");

@@ -9,11 +9,8 @@ import argparse
 import json
 import os
 
+from serve_summary import fmt
 from summarize import load
-
-
-def fmt(x, spec="{:,.0f}"):
-    return "-" if x is None else spec.format(x)
 
 
 def main():
