@@ -12,6 +12,8 @@ fetch="${EMBER_SHARED_DIR:-$root/../shared}/device/fetch-debs.sh"
 [[ -x $fetch ]] || { echo "device-debs: no $fetch" >&2; exit 1; }
 extra=(
   libtsl-hopscotch-map-dev  # the tokenizer's vocabulary map (header-only)
+  # the tokenizer.json pipelines: ICU (Unicode data) and PCRE2 (regular expressions)
+  libicu-dev libicu72 libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3
 )
 cd "$root"
 "$fetch" "${extra[@]}" "$@"

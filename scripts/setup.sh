@@ -22,6 +22,9 @@ PACKAGES=(
   # The tokenizer's vocabulary lookups: an open-addressing hash map, header-only (the tokenizer
   # 1.2x as fast as with std::unordered_map, docs/performance.md).
   libtsl-hopscotch-map-dev
+  # HF tokenizer.json pipelines (engine/tokenizer/hf_tokenizer.h): ICU for Unicode character
+  # properties by age and normalization data, PCRE2 for the files' regular expressions.
+  libicu-dev libpcre2-dev
   # ember-gateway (HTTP API), the Python client and its tests (on Debian's python3, as a user
   # of the client would run it), systemd unit checks.
   libcpp-httplib-dev python3-zmq python3-msgpack python3-yaml curl systemd

@@ -25,10 +25,6 @@ struct WordPieceSpec {
   std::vector<std::string> specials = {"[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"};
 };
 
-[[noreturn]] inline void BadConfig(const std::string& message) {
-  throw TokenizerError(TokenizerErrorCode::kBadConfig, message);
-}
-
 }  // namespace ember::engine
 
 #endif  // EMBER_ENGINE_TOKENIZER_WORDPIECE_SPEC_H_

@@ -41,23 +41,6 @@ using TokenMap = tsl::hopscotch_map<std::string, int32_t, StringHash, std::equal
 
 // ---------------------------------------------------------------------------------------------
 
-const char* TokenizerErrorCodeName(TokenizerErrorCode code) {
-  switch (code) {
-    case TokenizerErrorCode::kBadUtf8:
-      return "kBadUtf8";
-    case TokenizerErrorCode::kTooLong:
-      return "kTooLong";
-    case TokenizerErrorCode::kIo:
-      return "kIo";
-    case TokenizerErrorCode::kBadConfig:
-      return "kBadConfig";
-  }
-  return "unknown";
-}
-
-TokenizerError::TokenizerError(TokenizerErrorCode code, const std::string& message)
-    : std::runtime_error(message), code_(code) {}
-
 struct WordPieceTokenizer::Impl {
   explicit Impl(WordPieceSpec spec);
 
@@ -474,7 +457,10 @@ Encoding WordPieceTokenizer::Impl::EncodeSingle(std::string_view text, bool trun
   EncodeText(text, sink);
   sink.ids.push_back(sep_id);
   if (spans != nullptr) spans->push_back({});
-  return Encoding{std::move(sink.ids), sink.truncated};
+  Encoding out;
+  out.ids = std::move(sink.ids);
+  out.truncated = sink.truncated;
+  return out;
 }
 
 Encoding WordPieceTokenizer::Encode(std::string_view text, bool truncate, size_t max_length) const {

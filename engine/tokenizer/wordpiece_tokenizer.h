@@ -41,26 +41,9 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/tokenizer/tokenizer.h"
+
 namespace ember::engine {
-
-enum class TokenizerErrorCode {
-  kBadUtf8,    // Encode(): input is not well-formed UTF-8.
-  kTooLong,    // Encode(truncate=false): more than max_length ids would be produced.
-  kIo,         // A vocabulary / config file could not be read.
-  kBadConfig,  // Vocabulary or config is malformed or asks for something unsupported.
-};
-
-// Returns a stable name such as "kBadUtf8", for logs and error replies.
-const char* TokenizerErrorCodeName(TokenizerErrorCode code);
-
-class TokenizerError : public std::runtime_error {
- public:
-  TokenizerError(TokenizerErrorCode code, const std::string& message);
-  TokenizerErrorCode code() const noexcept { return code_; }
-
- private:
-  TokenizerErrorCode code_;
-};
 
 // How lowercasing treats the one context-dependent rule of Unicode's full lowercase mapping,
 // Final_Sigma (capital sigma at the end of a word becomes "ς", elsewhere "σ").
@@ -89,23 +72,12 @@ struct TokenizerOptions {
   bool split_special_tokens = false;
 };
 
-struct Encoding {
-  std::vector<int32_t> ids;  // [CLS] ... [SEP]
-  bool truncated = false;    // Word pieces were dropped to fit max_length.
-};
-
 // A pair of texts as BERT takes it (a cross-encoder's query and passage):
 // [CLS] first [SEP] second [SEP], the second segment from `second_start` on (token type 1).
 struct PairEncoding {
   std::vector<int32_t> ids;
   size_t second_start = 0;  // index of the second text's first piece
   bool truncated = false;   // word pieces were dropped to fit
-};
-
-// Where a token came from: bytes [start, stop) of the text (what TEI's /tokenize reports). The
-// [CLS] and [SEP] that Encode adds came from nowhere: {0, 0}.
-struct TokenSpan {
-  uint32_t start = 0, stop = 0;
 };
 
 // Encode's ids with each one's span; spans.size() == ids.size().
