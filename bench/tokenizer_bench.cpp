@@ -1,8 +1,12 @@
-// ember-tokenizer-bench: WordPieceTokenizer::Encode on one thread, one text at a time, over a
-// file of texts (one per line), as the worker's tokenizer threads run it; bench/tokenizer.sh
-// runs it beside HF tokenizers on the same texts.
+// ember-tokenizer-bench: a tokenizer's Encode on one thread, one text at a time, over a file of
+// texts (one per line), as the worker's tokenizer threads run it; bench/tokenizer.sh runs it
+// beside HF tokenizers on the same texts.
 //
 //   ember-tokenizer-bench --model DIR --texts FILE [--loops 5] [--max-length 256]
+//                         [--tokenizer hf|wordpiece]
+//
+// --tokenizer hf (the default) is HfTokenizer (any tokenizer.json, or a folder's vocab.txt);
+// wordpiece is the fused BERT WordPieceTokenizer.
 //
 // Prints one JSON object: the median and range over the loops of microseconds per text, and
 // the tokens made (equal between loops, a check that each loop did the same work).
@@ -11,23 +15,39 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/tokenizer/hf_tokenizer.h"
 #include "engine/tokenizer/wordpiece_tokenizer.h"
 
 int main(int argc, char** argv) {
   std::string model, texts_file;
   int loops = 5;
   std::size_t max_length = 256;
+  std::string kind = "hf";
   CLI::App app{"ember-tokenizer-bench: the WordPiece tokenizer's time per text"};
   app.add_option("--model", model, "model folder (vocab.txt or tokenizer.json)")->required();
   app.add_option("--texts", texts_file, "texts, one per line")->required();
   app.add_option("--loops", loops, "passes over the texts")->check(CLI::Range(1, 1000));
   app.add_option("--max-length", max_length, "tokens per text at most (truncating)");
+  app.add_option("--tokenizer", kind, "hf (tokenizer.json) or wordpiece (the fused BERT one)")
+      ->check(CLI::IsMember({"hf", "wordpiece"}));
   CLI11_PARSE(app, argc, argv);
 
-  const auto tokenizer = ember::engine::WordPieceTokenizer::FromDirectory(model);
+  std::optional<ember::engine::WordPieceTokenizer> wordpiece;
+  std::unique_ptr<ember::engine::HfTokenizer> hf;
+  if (kind == "wordpiece") {
+    wordpiece = ember::engine::WordPieceTokenizer::FromDirectory(model);
+  } else {
+    hf = ember::engine::HfTokenizer::FromDirectory(model);
+  }
+  const auto encode = [&](const std::string& text) {
+    return wordpiece ? wordpiece->Encode(text, true, max_length).ids.size()
+                     : hf->Encode(text, {.max_length = max_length}).ids.size();
+  };
   std::vector<std::string> texts;
   std::ifstream in(texts_file);
   for (std::string line; std::getline(in, line);) texts.push_back(line);
@@ -40,8 +60,7 @@ int main(int argc, char** argv) {
   for (int loop = 0; loop < loops; ++loop) {
     std::size_t made = 0;
     const auto start = std::chrono::steady_clock::now();
-    for (const std::string& text : texts)
-      made += tokenizer.Encode(text, true, max_length).ids.size();
+    for (const std::string& text : texts) made += encode(text);
     const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
     us.push_back(took.count() / static_cast<double>(texts.size()));
     if (loop > 0 && made != tokens) {

@@ -1,5 +1,7 @@
 #include "engine/tokenizer/added_vocabulary.h"
 
+#include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "engine/tokenizer/json_fields.h"
@@ -58,7 +60,19 @@ void AddedVocabulary::Matcher::Add(std::string_view pattern, std::int32_t id) {
     }
   }
   nodes_[node].id = id;
-  first_[static_cast<unsigned char>(pattern[0])] = true;
+  const auto lead = static_cast<unsigned char>(pattern[0]);
+  first_[lead] = true;
+  only_first_ = std::count(first_.begin(), first_.end(), true) == 1 ? lead : -1;
+}
+
+std::size_t AddedVocabulary::Matcher::NextStart(std::string_view text, std::size_t at) const {
+  if (only_first_ >= 0) {
+    const void* hit = std::memchr(text.data() + at, only_first_, text.size() - at);
+    return hit == nullptr ? text.size()
+                          : static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
+  }
+  while (at < text.size() && !first_[static_cast<unsigned char>(text[at])]) ++at;
+  return at;
 }
 
 std::optional<std::pair<std::size_t, std::int32_t>> AddedVocabulary::Matcher::LongestAt(
@@ -145,10 +159,10 @@ std::optional<std::string_view> AddedVocabulary::IdToToken(std::int32_t id) cons
 }
 
 void AddedVocabulary::SplitOnMatches(NormalizedString&& s, const Matcher& matcher,
-                                     std::vector<Split>& out) const {
+                                     std::vector<Split>& out, std::vector<Token>& tokens) const {
   if (s.empty()) return;
   if (matcher.empty()) {
-    out.push_back(Split{std::move(s), false, {}});
+    out.push_back(Split{std::move(s), false, 0, 0});
     return;
   }
   const std::string& text = s.get();
@@ -157,20 +171,18 @@ void AddedVocabulary::SplitOnMatches(NormalizedString&& s, const Matcher& matche
     if (!slice) BadConfig("an added token's split falls inside a character");
     if (slice->empty()) return;
     if (id < 0) {
-      out.push_back(Split{std::move(*slice), false, {}});
+      out.push_back(Split{std::move(*slice), false, 0, 0});
     } else {
       const auto len = static_cast<std::uint32_t>(slice->len());
-      out.push_back(Split{std::move(*slice), true, {Token{id, 0, len, /*literal=*/true}}});
+      out.push_back(Split{std::move(*slice), true, static_cast<std::uint32_t>(tokens.size()), 1});
+      tokens.push_back(Token{id, 0, len, /*literal=*/true});
     }
   };
   // Leftmost-longest matches, without overlaps; each then checked against its token's rules
   // (a match that fails them is not retried shorter).
   std::size_t start_offset = 0;
-  for (std::size_t at = 0; at < text.size();) {
-    if (!matcher.MayStart(static_cast<unsigned char>(text[at]))) {
-      ++at;
-      continue;
-    }
+  for (std::size_t at = matcher.NextStart(text, 0); at < text.size();
+       at = matcher.NextStart(text, at)) {
     const auto match = matcher.LongestAt(text, at);
     if (!match) {
       ++at;
@@ -194,23 +206,27 @@ void AddedVocabulary::SplitOnMatches(NormalizedString&& s, const Matcher& matche
     piece(start, stop, match->second);
     start_offset = stop;
   }
+  if (start_offset == 0) {
+    out.push_back(Split{std::move(s), false, 0, 0});  // no match: the string whole, not a copy
+    return;
+  }
   if (start_offset != text.size()) piece(start_offset, text.size(), -1);
 }
 
 void AddedVocabulary::ExtractAndNormalize(std::string_view text, const Normalizer* normalizer,
                                           bool track, PreTokenizedString& out) const {
+  out.Clear();
   std::vector<Split>& splits = out.splits();
-  splits.clear();
   thread_local std::vector<Split> raw;
   raw.clear();
-  SplitOnMatches(NormalizedString(text, track), raw_, raw);
+  SplitOnMatches(NormalizedString(text, track), raw_, raw, out.tokens());
   for (Split& s : raw) {
     if (s.tokenized) {
       splits.push_back(std::move(s));
       continue;
     }
     if (normalizer != nullptr) normalizer->Normalize(s.text);
-    SplitOnMatches(std::move(s.text), normalized_, splits);
+    SplitOnMatches(std::move(s.text), normalized_, splits, out.tokens());
   }
 }
 

@@ -61,6 +61,8 @@ class AddedVocabulary {
     std::optional<std::pair<std::size_t, std::int32_t>> LongestAt(std::string_view text,
                                                                   std::size_t at) const;
     bool MayStart(unsigned char b) const { return first_[b]; }
+    // Where the next byte that may start a pattern is, from `at` (text.size(): none).
+    std::size_t NextStart(std::string_view text, std::size_t at) const;
 
    private:
     struct Node {
@@ -69,9 +71,12 @@ class AddedVocabulary {
     };
     std::vector<Node> nodes_{Node{}};
     std::array<bool, 256> first_{};
+    int only_first_ = -1;  // the one byte all patterns start with (memchr finds it); -1: none
   };
-  // Splits `s` on the matches of `matcher` into `out` (HF split_with_indices).
-  void SplitOnMatches(NormalizedString&& s, const Matcher& matcher, std::vector<Split>& out) const;
+  // Splits `s` on the matches of `matcher` into `out` (HF split_with_indices), the added
+  // tokens' tokens into `tokens`.
+  void SplitOnMatches(NormalizedString&& s, const Matcher& matcher, std::vector<Split>& out,
+                      std::vector<Token>& tokens) const;
 
   tsl::hopscotch_map<std::string, std::int32_t, StringViewHash, std::equal_to<>> ids_;
   std::map<std::int32_t, AddedToken> tokens_;             // by id

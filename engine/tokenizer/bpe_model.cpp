@@ -1,8 +1,8 @@
 #include "engine/tokenizer/bpe_model.h"
 
-#include <atomic>
+#include <algorithm>
+#include <functional>
 #include <nlohmann/json.hpp>
-#include <queue>
 
 #include "engine/tokenizer/json_fields.h"
 
@@ -10,35 +10,6 @@ namespace ember::engine {
 namespace {
 
 using json_fields::Json;
-
-// Each model gets a key of its own for the per-thread caches: an address could be reused by a
-// later model, a number from here is not.
-std::uint64_t NextCacheKey() {
-  static std::atomic<std::uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-// The per-thread word caches of the last few models used on this thread.
-struct WordCache {
-  static constexpr std::size_t kCapacity = 10'000;  // words, as HF's
-  static constexpr std::size_t kMaxWordBytes = 256;
-  std::uint64_t model = 0;
-  tsl::hopscotch_map<std::string, std::vector<BpeModel::Symbol>, StringViewHash, std::equal_to<>>
-      words;
-};
-WordCache& CacheOf(std::uint64_t model) {
-  constexpr std::size_t kModels = 4;
-  thread_local std::vector<WordCache> caches(kModels);
-  thread_local std::size_t next_victim = 0;
-  for (WordCache& c : caches) {
-    if (c.model == model) return c;
-  }
-  WordCache& c = caches[next_victim];
-  next_victim = (next_victim + 1) % kModels;
-  c.model = model;
-  c.words.clear();
-  return c;
-}
 
 std::size_t CharLength(unsigned char lead) {
   return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
@@ -52,8 +23,7 @@ BpeModel::BpeModel(const Json& spec)
       suffix_(json_fields::OptionalString(spec, "end_of_word_suffix", "BPE").value_or("")),
       fuse_unk_(json_fields::Bool(spec, "fuse_unk", false, "BPE")),
       byte_fallback_(json_fields::Bool(spec, "byte_fallback", false, "BPE")),
-      ignore_merges_(json_fields::Bool(spec, "ignore_merges", false, "BPE")),
-      cache_key_(NextCacheKey()) {
+      ignore_merges_(json_fields::Bool(spec, "ignore_merges", false, "BPE")) {
   if (const Json* dropout = json_fields::Find(spec, "dropout");
       dropout != nullptr && (!dropout->is_number() || dropout->get<double>() != 0.0)) {
     BadConfig("BPE: dropout " + dropout->dump() +
@@ -71,9 +41,31 @@ BpeModel::BpeModel(const Json& spec)
       byte_ids_[b] = vocab_.Find(name);
     }
   }
+  // SentencePiece BPE (Llama, Mistral) merges a whole text at once, its spaces written "▁".
+  // Where no token has a "▁" right after another character, no merge can join the symbols on
+  // either side of such a "▁", so the runs between them merge alone to the same tokens. (With
+  // ignore_merges or a prefix or suffix a run would not be the same as a part of the word.)
+  cut_before_metaspace_ =
+      prefix_.empty() && suffix_.empty() && !ignore_merges_ && vocab_.Find(kMetaspace).has_value();
+  for (const auto& [token, id] : vocab_.ids()) {
+    for (std::size_t at = token.find(kMetaspace, 1);
+         cut_before_metaspace_ && at != std::string::npos; at = token.find(kMetaspace, at + 1)) {
+      if (at < 3 || token.compare(at - 3, 3, kMetaspace) != 0) cut_before_metaspace_ = false;
+    }
+  }
+  short_chars_.assign(0x800, -1);
+  for (const auto& [token, id] : vocab_.ids()) {
+    if (token.size() == 1) {
+      short_chars_[static_cast<unsigned char>(token[0])] = id;
+    } else if (token.size() == 2 && (static_cast<unsigned char>(token[0]) & 0xE0) == 0xC0) {
+      const std::size_t code = ((static_cast<unsigned char>(token[0]) & 0x1Fu) << 6) |
+                               (static_cast<unsigned char>(token[1]) & 0x3Fu);
+      short_chars_[code] = id;
+    }
+  }
   const Json& merges = json_fields::Required(spec, "merges", "BPE");
   if (!merges.is_array()) BadConfig("BPE: \"merges\" must be a list");
-  merges_.reserve(merges.size());
+  merges_.Reserve(merges.size());
   std::uint32_t rank = 0;
   for (const Json& m : merges) {
     // "a b" (older files) or ["a", "b"].
@@ -100,7 +92,7 @@ BpeModel::BpeModel(const Json& spec)
                 "') uses a token that is not in the vocabulary");
     }
     // A pair merged twice keeps its later rank, as HF's map does.
-    merges_.insert_or_assign(Key(*a_id, *b_id), Merge{rank, *new_id});
+    merges_.Put(*a_id, *b_id, Merge{rank, *new_id});
     ++rank;
   }
 }
@@ -111,12 +103,28 @@ void BpeModel::Initial(std::string_view word, std::vector<Symbol>& symbols) cons
   for (std::size_t i = 0; i < word.size();) {
     const std::size_t n = CharLength(static_cast<unsigned char>(word[i]));
     const bool first = i == 0, last = i + n >= word.size();
-    s.clear();
-    if (!first) s += prefix_;
-    s.append(word.substr(i, n));
-    if (last) s += suffix_;
+    // The character as the vocabulary spells it: with the prefix after the first, the suffix
+    // on the last.
+    const auto spell = [&] {
+      s.clear();
+      if (!first) s += prefix_;
+      s.append(word.substr(i, n));
+      if (last) s += suffix_;
+    };
+    std::optional<std::int32_t> id;
+    if (n <= 2 && (first || prefix_.empty()) && (!last || suffix_.empty())) {
+      // One or two bytes and nothing added: the id from the table, without hashing.
+      const auto b0 = static_cast<unsigned char>(word[i]);
+      const std::size_t code =
+          n == 1 ? b0 : ((b0 & 0x1Fu) << 6) | (static_cast<unsigned char>(word[i + 1]) & 0x3Fu);
+      if (const std::int32_t known = short_chars_[code]; known >= 0) id = known;
+      if (!id) spell();
+    } else {
+      spell();
+      id = vocab_.Find(s);
+    }
     i += n;
-    if (const auto id = vocab_.Find(s)) {
+    if (id) {
       if (unk) {
         symbols.push_back(*unk);
         unk.reset();
@@ -148,36 +156,50 @@ void BpeModel::Initial(std::string_view word, std::vector<Symbol>& symbols) cons
 void BpeModel::MergeAll(std::vector<Symbol>& symbols) const {
   const std::size_t n = symbols.size();
   if (n < 2) return;
+  // Per-thread buffers: no allocation per word.
   struct Node {
     std::int64_t prev, next;
   };
-  std::vector<Node> links(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    links[i] = {static_cast<std::int64_t>(i) - 1,
-                i + 1 < n ? static_cast<std::int64_t>(i + 1) : -1};
-  }
   struct Candidate {
     std::uint32_t rank;
-    std::size_t pos;
+    std::uint32_t pos;
     std::int32_t id;
+    std::int32_t left, right;  // the pair when it was queued
     bool operator>(const Candidate& o) const {
       return rank != o.rank ? rank > o.rank : pos > o.pos;
     }
   };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
-  for (std::size_t i = 0; i + 1 < n; ++i) {
-    if (const auto m = FindMerge(symbols[i].id, symbols[i + 1].id)) queue.push({m->rank, i, m->id});
+  thread_local std::vector<Node> links;
+  thread_local std::vector<Candidate> heap;
+  links.resize(n);
+  heap.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    links[i] = {static_cast<std::int64_t>(i) - 1,
+                i + 1 < n ? static_cast<std::int64_t>(i + 1) : -1};
   }
-  while (!queue.empty()) {
-    const Candidate top = queue.top();
-    queue.pop();
+  const auto push = [&](const Candidate& c) {
+    heap.push_back(c);
+    std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+  };
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    if (const auto m = FindMerge(symbols[i].id, symbols[i + 1].id)) {
+      push({m->rank, static_cast<std::uint32_t>(i), m->id, symbols[i].id, symbols[i + 1].id});
+    }
+  }
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+    const Candidate top = heap.back();
+    heap.pop_back();
     Symbol& left = symbols[top.pos];
     if (left.bytes == 0 || links[top.pos].next < 0) continue;  // merged away, or last
     const auto right_pos = static_cast<std::size_t>(links[top.pos].next);
     Symbol& right = symbols[right_pos];
-    // An entry made stale by an earlier merge.
-    const auto m = FindMerge(left.id, right.id);
-    if (!m || m->id != top.id) continue;
+    // An entry made stale by an earlier merge (HF's test: the pair there now merges into the
+    // same token; the same pair as queued certainly does).
+    if (left.id != top.left || right.id != top.right) {
+      const auto m = FindMerge(left.id, right.id);
+      if (!m || m->id != top.id) continue;
+    }
     left.id = top.id;
     left.bytes += right.bytes;
     right.bytes = 0;
@@ -187,13 +209,15 @@ void BpeModel::MergeAll(std::vector<Symbol>& symbols) const {
           static_cast<std::int64_t>(top.pos);
     }
     if (const std::int64_t prev = links[top.pos].prev; prev >= 0) {
-      if (const auto pm = FindMerge(symbols[static_cast<std::size_t>(prev)].id, left.id)) {
-        queue.push({pm->rank, static_cast<std::size_t>(prev), pm->id});
+      const Symbol& p = symbols[static_cast<std::size_t>(prev)];
+      if (const auto pm = FindMerge(p.id, left.id)) {
+        push({pm->rank, static_cast<std::uint32_t>(prev), pm->id, p.id, left.id});
       }
     }
     if (const std::int64_t next = links[top.pos].next; next >= 0) {
-      if (const auto nm = FindMerge(left.id, symbols[static_cast<std::size_t>(next)].id)) {
-        queue.push({nm->rank, top.pos, nm->id});
+      const Symbol& q = symbols[static_cast<std::size_t>(next)];
+      if (const auto nm = FindMerge(left.id, q.id)) {
+        push({nm->rank, top.pos, nm->id, left.id, q.id});
       }
     }
   }
@@ -202,28 +226,40 @@ void BpeModel::MergeAll(std::vector<Symbol>& symbols) const {
 
 void BpeModel::Tokenize(std::string_view word, std::vector<Token>& out) const {
   if (word.empty()) return;
+  if (cut_before_metaspace_) {
+    // Each run from a "▁" that follows another character on is merged alone: the same tokens
+    // (no merge can join across such a "▁"; see the constructor), and cached run by run.
+    std::size_t begin = 0;
+    for (std::size_t at = word.find(kMetaspace, 1); at != std::string_view::npos;
+         at = word.find(kMetaspace, at + 1)) {
+      if (at >= begin + 3 && word.compare(at - 3, 3, kMetaspace) == 0) continue;  // "▁▁"
+      TokenizeRun(word.substr(begin, at - begin), static_cast<std::uint32_t>(begin), out);
+      begin = at;
+    }
+    TokenizeRun(word.substr(begin), static_cast<std::uint32_t>(begin), out);
+    return;
+  }
+  TokenizeRun(word, 0, out);
+}
+
+void BpeModel::TokenizeRun(std::string_view word, std::uint32_t base,
+                           std::vector<Token>& out) const {
+  if (word.empty()) return;
   if (ignore_merges_) {
     if (const auto id = vocab_.Find(word)) {
-      out.push_back({*id, 0, static_cast<std::uint32_t>(word.size())});
+      out.push_back({*id, base, base + static_cast<std::uint32_t>(word.size())});
       return;
     }
   }
-  WordCache& cache = CacheOf(cache_key_);
-  const std::vector<Symbol>* symbols = nullptr;
-  thread_local std::vector<Symbol> fresh;
-  if (const auto it = cache.words.find(word); it != cache.words.end()) {
-    symbols = &it->second;
-  } else {
-    fresh.clear();
-    Initial(word, fresh);
-    MergeAll(fresh);
-    symbols = &fresh;
-    if (word.size() < WordCache::kMaxWordBytes && cache.words.size() < WordCache::kCapacity) {
-      symbols = &cache.words.emplace(std::string(word), fresh).first->second;
-    }
+  thread_local std::vector<Symbol> symbols;
+  if (!cache_.Get(word, symbols)) {
+    symbols.clear();
+    Initial(word, symbols);
+    MergeAll(symbols);
+    cache_.Put(word, symbols);
   }
-  std::uint32_t at = 0;
-  for (const Symbol& s : *symbols) {
+  std::uint32_t at = base;
+  for (const Symbol& s : symbols) {
     out.push_back({s.id, at, at + s.bytes});
     at += s.bytes;
   }

@@ -6,8 +6,8 @@
 // byte-level alphabet comes from the pre-tokenizer), Llama and Mistral (SentencePiece BPE with
 // byte fallback). Dropout, which makes tokenization random, is refused.
 //
-// Words seen before come from a per-thread cache (at most 10,000 words of under 256 bytes, as
-// HF's), so that repeated words cost one lookup.
+// Words seen before come from the model's word cache (word_cache.h), so that repeated words
+// cost one lookup.
 #ifndef EMBER_ENGINE_TOKENIZER_BPE_MODEL_H_
 #define EMBER_ENGINE_TOKENIZER_BPE_MODEL_H_
 
@@ -16,8 +16,10 @@
 #include <optional>
 #include <string>
 
+#include "engine/tokenizer/pair_table.h"
 #include "engine/tokenizer/token_model.h"
 #include "engine/tokenizer/vocabulary.h"
+#include "engine/tokenizer/word_cache.h"
 
 namespace ember::engine {
 
@@ -40,44 +42,33 @@ class BpeModel final : public TokenModel {
   };
 
  private:
-  struct Merge {
-    std::uint32_t rank;
-    std::int32_t id;
-  };
-  static std::uint64_t Key(std::int32_t a, std::int32_t b) {
-    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
-           static_cast<std::uint32_t>(b);
-  }
+  using Merge = PairTable::Value;
   std::optional<Merge> FindMerge(std::int32_t a, std::int32_t b) const {
-    const auto it = merges_.find(Key(a, b));
-    if (it == merges_.end()) return std::nullopt;
-    return it->second;
+    const Merge* m = merges_.Find(a, b);
+    if (m == nullptr) return std::nullopt;
+    return *m;
   }
+  // The tokens of `word`, which starts at byte `base` of the word being tokenized.
+  void TokenizeRun(std::string_view word, std::uint32_t base, std::vector<Token>& out) const;
   // The word's symbols before any merge (HF merge_word's first half).
   void Initial(std::string_view word, std::vector<Symbol>& symbols) const;
   // Merges `symbols` in place (HF Word::merge_all without dropout).
   void MergeAll(std::vector<Symbol>& symbols) const;
 
-  // The key of a pair mixed (std::hash of an integer is the integer itself, whose low bits,
-  // the right token alone, would crowd the map's buckets).
-  struct PairHash {
-    std::size_t operator()(std::uint64_t k) const noexcept {
-      k ^= k >> 33;
-      k *= 0xff51afd7ed558ccdULL;
-      k ^= k >> 33;
-      return static_cast<std::size_t>(k);
-    }
-  };
-
   Vocabulary vocab_;
-  tsl::hopscotch_map<std::uint64_t, Merge, PairHash> merges_;
+  PairTable merges_;
   std::optional<std::int32_t> unk_;
   std::string unk_token_;  // named but maybe not in the vocabulary (an error when needed)
   bool has_unk_ = false;
   std::string prefix_, suffix_;
   bool fuse_unk_, byte_fallback_, ignore_merges_;
   std::optional<std::int32_t> byte_ids_[256];  // <0x00> .. <0xFF>, with byte_fallback
-  std::uint64_t cache_key_;                    // this model's key in the per-thread word caches
+  // The ids of the one-character tokens of one or two UTF-8 bytes, by code point (-1: none):
+  // the byte-level alphabet and ASCII, looked up without hashing.
+  std::vector<std::int32_t> short_chars_;
+  static constexpr std::string_view kMetaspace = "\u2581";  // "▁", SentencePiece's space
+  bool cut_before_metaspace_ = false;  // Tokenize merges the runs between "▁"s alone
+  mutable WordCache<Symbol> cache_{kWordCacheCapacity};
 };
 
 }  // namespace ember::engine

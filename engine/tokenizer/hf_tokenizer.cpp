@@ -112,6 +112,13 @@ std::optional<std::size_t> ModelMaxLength(const Json& config) {
   return static_cast<std::size_t>(v);
 }
 
+// The calling thread's sequences for one call (their buffers reused from call to call).
+std::vector<TokenSequence>& Sequences(std::size_t n) {
+  thread_local std::vector<TokenSequence> sequences;
+  sequences.resize(n);
+  return sequences;
+}
+
 std::size_t CheckedBudget(std::size_t limit, std::size_t added) {
   if (limit != 0 && limit < added) {
     throw TokenizerError(TokenizerErrorCode::kBadConfig, "max_length " + std::to_string(limit) +
@@ -191,29 +198,60 @@ std::size_t HfTokenizer::Limit(std::size_t asked) const {
 void HfTokenizer::EncodeText(std::string_view text, std::uint32_t type_id, bool offsets,
                              std::size_t limit, TokenSequence& out) const {
   thread_local PreTokenizedString pre;
-  added_->ExtractAndNormalize(text, normalizer_.get(), offsets || needs_alignments_, pre);
-  if (pre_tokenizer_) pre_tokenizer_->PreTokenize(pre);
+  const bool track = offsets || needs_alignments_;
+  added_->ExtractAndNormalize(text, normalizer_.get(), track, pre);
+  out.Clear();
+  out.with_offsets = offsets;
+  out.original = text;
   std::vector<Split>& splits = pre.splits();
+  std::vector<Token>& pool = pre.tokens();
+  if (!track) {
+    // The serving path: ids only, the pre-tokenizer's pieces given to the model as plain
+    // strings (pre_tokenizers.h). The same ids as below.
+    thread_local std::vector<Token> word;
+    std::size_t total = 0;
+    auto tokenize = [&](std::string_view piece) {
+      word.clear();
+      model_->Tokenize(piece, word);
+      for (const Token& t : word) out.ids.push_back(t.id);
+      total += word.size();
+      return limit == 0 || total < limit;
+    };
+    for (const Split& s : splits) {
+      if (s.tokenized) {
+        out.ids.push_back(pool[s.first].id);
+        total += s.count;
+        continue;
+      }
+      const bool go_on = pre_tokenizer_
+                             ? pre_tokenizer_->EachPiece(s.text.get(), PieceSink(tokenize))
+                             : tokenize(s.text.get());
+      if (!go_on) break;
+    }
+    out.type_ids.assign(out.ids.size(), type_id);
+    return;
+  }
+  if (pre_tokenizer_) pre_tokenizer_->PreTokenize(pre);
   // The model tokenizes split after split until `limit` tokens are reached (HF's
   // tokenize_with_limit); the splits after that are dropped.
   std::size_t total = 0, last = 0;
   for (std::size_t i = 0; i < splits.size(); ++i) {
     Split& s = splits[i];
     if (!s.tokenized) {
-      model_->Tokenize(s.text.get(), s.tokens);
+      s.first = static_cast<std::uint32_t>(pool.size());
+      model_->Tokenize(s.text.get(), pool);
+      s.count = static_cast<std::uint32_t>(pool.size() - s.first);
       s.tokenized = true;
     }
-    total += s.tokens.size();
+    total += s.count;
     last = i + 1;
     if (limit != 0 && total >= limit) break;
   }
   splits.resize(last);
-  out = TokenSequence{};
-  out.with_offsets = offsets;
-  out.original = text;
   out.ids.reserve(total);
   for (const Split& s : splits) {
-    for (const Token& t : s.tokens) {
+    for (std::uint32_t k = s.first; k < s.first + s.count; ++k) {
+      const Token& t = pool[k];
       out.ids.push_back(t.id);
       out.type_ids.push_back(type_id);
       if (!offsets) continue;
@@ -236,7 +274,7 @@ Encoding HfTokenizer::Finish(std::vector<TokenSequence>& sequences, bool truncat
   for (std::size_t i = 1; i < sequences.size(); ++i) all.Append(sequences[i]);
   Encoding out;
   out.truncated = truncated;
-  out.ids = std::move(all.ids);
+  out.ids.assign(all.ids.begin(), all.ids.end());  // the scratch keeps its capacity
   if (all.with_offsets) {
     out.spans.reserve(all.offsets.size());
     for (const auto& [start, stop] : all.offsets) {
@@ -260,7 +298,7 @@ Encoding HfTokenizer::Encode(std::string_view text, const EncodeOptions& options
   const std::size_t limit = Limit(options.max_length);
   const std::size_t budget =
       CheckedBudget(limit, post_processor_ ? post_processor_->AddedTokens(false) : 0);
-  std::vector<TokenSequence> sequences(1);
+  std::vector<TokenSequence>& sequences = Sequences(1);
   // HF stops its model at the whole limit, not at the budget: the same ids once truncated.
   EncodeText(text, 0, options.offsets, limit, sequences[0]);
   bool truncated = false;
@@ -284,7 +322,7 @@ Encoding HfTokenizer::EncodePair(std::string_view first, std::string_view second
   const std::size_t budget =
       CheckedBudget(limit, post_processor_ ? post_processor_->AddedTokens(true) : 0);
   // Both texts whole: HF cuts a pair by their full lengths.
-  std::vector<TokenSequence> sequences(2);
+  std::vector<TokenSequence>& sequences = Sequences(2);
   EncodeText(first, 0, options.offsets, 0, sequences[0]);
   EncodeText(second, 1, options.offsets, 0, sequences[1]);
   std::size_t n1 = sequences[0].size(), n2 = sequences[1].size();

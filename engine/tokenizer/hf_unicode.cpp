@@ -206,10 +206,7 @@ void RecomposeStream(const std::vector<Change>& in, std::vector<Change>& out) {
 
 }  // namespace
 
-bool IsWhitespace(char32_t c) {
-  if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D);
-  return u_isUWhiteSpace(static_cast<UChar32>(c));
-}
+bool IsNonAsciiWhitespace(char32_t c) { return u_isUWhiteSpace(static_cast<UChar32>(c)); }
 
 bool IsNumeric(char32_t c) {
   if (c < 0x80) return c >= '0' && c <= '9';

@@ -21,7 +21,11 @@
 namespace ember::engine::hf {
 
 // Rust's char::is_whitespace (White_Space).
-bool IsWhitespace(char32_t c);
+bool IsNonAsciiWhitespace(char32_t c);
+constexpr bool IsWhitespace(char32_t c) {
+  if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D);
+  return IsNonAsciiWhitespace(c);
+}
 // Rust's char::is_numeric (Nd, Nl, No).
 bool IsNumeric(char32_t c);
 // A word character of Rust's regex crate (\w: Alphabetic, M, Nd, Pc, Join_Control).
@@ -32,7 +36,7 @@ bool IsOther(char32_t c);
 bool IsPunctuation(char32_t c);
 // char::is_ascii_punctuation || unicode_categories' is_punctuation: BertPreTokenizer's and
 // Punctuation's split points.
-inline bool IsBertPunctuation(char32_t c) {
+constexpr bool IsBertPunctuation(char32_t c) {
   if (c < 0x80) {
     return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
            (c >= 123 && c <= 126);

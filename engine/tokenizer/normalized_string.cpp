@@ -281,12 +281,8 @@ std::optional<NormalizedString> NormalizedString::Slice(std::size_t begin, std::
   return out;
 }
 
-void NormalizedString::Split(const Pieces& pieces, SplitBehavior behavior,
-                             std::vector<NormalizedString>& out) const {
-  struct Cut {
-    std::size_t begin, end;
-    bool remove;
-  };
+const std::vector<NormalizedString::Cut>& NormalizedString::Cuts(const Pieces& pieces,
+                                                                 SplitBehavior behavior) {
   thread_local std::vector<Cut> cuts;
   cuts.clear();
   switch (behavior) {
@@ -334,12 +330,9 @@ void NormalizedString::Split(const Pieces& pieces, SplitBehavior behavior,
       break;
     }
   }
-  for (const Cut& c : cuts) {
-    if (c.remove) continue;
-    std::optional<NormalizedString> piece = Slice(c.begin, c.end);
-    if (!piece) BadConfig("a split falls inside a character");
-    out.push_back(std::move(*piece));
-  }
+  return cuts;
 }
+
+void NormalizedString::SplitInsideCharacter() { BadConfig("a split falls inside a character"); }
 
 }  // namespace ember::engine

@@ -75,6 +75,9 @@ class NormalizedString {
   NormalizedString(std::string_view text, bool track, std::size_t shift = 0);
 
   const std::string& get() const { return normalized_; }
+  // The normalized bytes, for a change that maps each byte to one byte in place (the
+  // alignments stay as they are); anything else goes through a transformation.
+  std::string& mutable_bytes() { return normalized_; }
   std::size_t len() const { return normalized_.size(); }
   bool empty() const { return normalized_.empty(); }
   bool tracks() const { return track_; }
@@ -140,14 +143,30 @@ class NormalizedString {
   // tracking.
   std::optional<std::pair<std::size_t, std::size_t>> ToOriginal(std::size_t begin,
                                                                 std::size_t end) const;
-  // The pieces HF's split() makes of this string, appended to `out` (empty ones included).
-  void Split(const Pieces& pieces, SplitBehavior behavior,
-             std::vector<NormalizedString>& out) const;
+  // The pieces HF's split() makes of this string, each given to emit(NormalizedString&&)
+  // (empty ones included).
+  template <class Emit>
+  void Split(const Pieces& pieces, SplitBehavior behavior, Emit&& emit) const {
+    for (const Cut& c : Cuts(pieces, behavior)) {
+      if (c.remove) continue;
+      std::optional<NormalizedString> piece = Slice(c.begin, c.end);
+      if (!piece) SplitInsideCharacter();
+      emit(std::move(*piece));
+    }
+  }
 
+  struct Cut {
+    std::size_t begin, end;
+    bool remove;
+  };
+  // The ranges HF's split() cuts a string into, by its pieces and the behaviour (a per-thread
+  // buffer, valid until the next call).
+  static const std::vector<Cut>& Cuts(const Pieces& pieces, SplitBehavior behavior);
   // A per-thread buffer for building a transformation (cleared).
   static std::vector<hf::Change>& Scratch();
 
  private:
+  [[noreturn]] static void SplitInsideCharacter();
   // HF convert_offsets of the whole original: the normalized range it covers.
   std::optional<std::pair<std::size_t, std::size_t>> WholeRange() const;
 

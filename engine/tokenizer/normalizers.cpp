@@ -24,6 +24,7 @@ class BertNormalizer final : public Normalizer {
                            .value_or(lowercase_)) {}
 
   void Normalize(NormalizedString& text) const override {
+    if (AsciiInPlace(text)) return;
     const bool ascii = unicode::IsAscii(text.get());
     if (clean_text_) CleanText(text);
     if (chinese_chars_ && !ascii) HandleChineseChars(text);
@@ -35,6 +36,36 @@ class BertNormalizer final : public Normalizer {
   }
 
  private:
+  // ASCII text without controls to remove: its whitespace becomes ' ' and its capitals small
+  // letters, byte for byte, which leaves every alignment as it is (what the transformations
+  // would make). Returns false, changing nothing, for a text that needs them.
+  bool AsciiInPlace(NormalizedString& text) const {
+    std::string& t = text.mutable_bytes();
+    unsigned char high = 0, control = 0;
+    for (const char c : t) {
+      const auto b = static_cast<unsigned char>(c);
+      high |= b;
+      control |= static_cast<unsigned char>(b < 0x20 || b == 0x7F);
+    }
+    if (high >= 0x80) return false;
+    const bool clean = clean_text_, lower = lowercase_;
+    if (control != 0 && clean) {
+      for (const char c : t) {
+        const auto b = static_cast<unsigned char>(c);
+        if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7F) return false;
+      }
+      for (char& c : t) c = (c == '\t' || c == '\n' || c == '\r') ? ' ' : c;
+    }
+    if (lower) {
+      char* p = t.data();
+      const std::size_t n = t.size();
+      for (std::size_t i = 0; i < n; ++i) {
+        p[i] = static_cast<char>(p[i] + ((p[i] >= 'A' && p[i] <= 'Z') ? 32 : 0));
+      }
+    }
+    return true;
+  }
+
   // Removes NUL, U+FFFD and the "other" characters but \t \n \r; whitespace becomes ' '.
   static void CleanText(NormalizedString& text) {
     const auto drop = [](char32_t c) {

@@ -175,7 +175,8 @@ class TemplateProcessing final : public PostProcessor {
   }
   std::size_t AddedTokens(bool pair) const override { return pair ? added_pair_ : added_single_; }
   void Process(std::vector<TokenSequence>& seqs) const override {
-    TokenSequence out;
+    thread_local TokenSequence out;
+    out.Clear();
     out.with_offsets = seqs[0].with_offsets;
     out.original = seqs[0].original;
     for (const Piece& p : seqs.size() > 1 ? pair_ : single_) {
@@ -188,7 +189,8 @@ class TemplateProcessing final : public PostProcessor {
         AppendSpecial(out, specials_.at(p.special), p.type_id);
       }
     }
-    seqs.assign(1, std::move(out));
+    seqs.resize(1);
+    std::swap(seqs[0], out);  // both keep their buffers for the next call
   }
 
  private:

@@ -26,6 +26,14 @@ struct TokenSequence {
   bool with_offsets = false;
 
   std::size_t size() const { return ids.size(); }
+  void Clear() {
+    ids.clear();
+    type_ids.clear();
+    offsets.clear();
+    texts.clear();
+    original = {};
+    with_offsets = false;
+  }
   void Truncate(std::size_t n);  // keeps the first n tokens
   void Append(const TokenSequence& other);
   void SetTypes(std::uint32_t type) { type_ids.assign(ids.size(), type); }

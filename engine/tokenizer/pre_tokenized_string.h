@@ -21,33 +21,38 @@ struct Token {
   bool literal = false;
 };
 
+// A split and, once it has them, its tokens: [first, first + count) of its string's token pool
+// (one pool for all splits, so that no split allocates for its tokens).
 struct Split {
   NormalizedString text;
   bool tokenized = false;  // tokens are final (an added token's, or the model's)
-  std::vector<Token> tokens;
+  std::uint32_t first = 0, count = 0;
 };
 
 class PreTokenizedString {
  public:
   std::vector<Split>& splits() { return splits_; }
   const std::vector<Split>& splits() const { return splits_; }
-  void Clear() { splits_.clear(); }
+  std::vector<Token>& tokens() { return tokens_; }
+  const std::vector<Token>& tokens() const { return tokens_; }
+  void Clear() {
+    splits_.clear();
+    tokens_.clear();
+  }
 
-  // Replaces each split without tokens by the pieces fn(NormalizedString&&, out) appends to
-  // `out` (a std::vector<NormalizedString>&), dropping empty ones (HF split()).
+  // Replaces each split without tokens by the pieces fn(NormalizedString&&, emit) gives
+  // emit(NormalizedString&&), dropping empty ones (HF split()).
   template <class Fn>
   void SplitEach(Fn fn) {
-    thread_local std::vector<NormalizedString> pieces;
     next_.clear();
+    const auto emit = [this](NormalizedString&& piece) {
+      if (!piece.empty()) next_.push_back(Split{std::move(piece), false, 0, 0});
+    };
     for (Split& s : splits_) {
       if (s.tokenized) {
         next_.push_back(std::move(s));
-        continue;
-      }
-      pieces.clear();
-      fn(std::move(s.text), pieces);
-      for (NormalizedString& piece : pieces) {
-        if (!piece.empty()) next_.push_back(Split{std::move(piece), false, {}});
+      } else {
+        fn(std::move(s.text), emit);
       }
     }
     splits_.swap(next_);
@@ -63,6 +68,7 @@ class PreTokenizedString {
  private:
   std::vector<Split> splits_;
   std::vector<Split> next_;
+  std::vector<Token> tokens_;
 };
 
 }  // namespace ember::engine

@@ -1,7 +1,9 @@
 #include "engine/tokenizer/pre_tokenizers.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,10 @@ namespace ember::engine {
 namespace {
 
 using json_fields::Json;
+
+struct Range {
+  std::size_t begin, end;
+};
 
 SplitBehavior ParseBehavior(const Json& spec, const std::string& where,
                             SplitBehavior fallback = SplitBehavior::kIsolated) {
@@ -31,46 +37,171 @@ SplitBehavior ParseBehavior(const Json& spec, const std::string& where,
             "\" is not Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous");
 }
 
-// Splits each split on the characters `is_match` holds for.
-template <class Predicate>
-void SplitOnChars(PreTokenizedString& text, Predicate is_match, SplitBehavior behavior) {
-  text.SplitEach([&](NormalizedString&& s, std::vector<NormalizedString>& out) {
-    thread_local Pieces pieces;
-    FindCharMatches(s.get(), is_match, pieces);
-    s.Split(pieces, behavior, out);
-  });
+// A pre-tokenizer that only cuts: the ranges it keeps are computed once (Ranges), and made
+// into splits (PreTokenize) or given as views (EachPiece).
+class Splitter : public PreTokenizer {
+ public:
+  // Appends the ranges of `text` the pieces are to `out`, in order (empty ones too).
+  virtual void Ranges(std::string_view text, std::vector<Range>& out) const = 0;
+
+  void PreTokenize(PreTokenizedString& text) const final {
+    text.SplitEach([&](NormalizedString&& s, auto& out) {
+      std::vector<Range>& ranges = RangePool();
+      const std::size_t first = ranges.size();
+      Ranges(s.get(), ranges);
+      for (std::size_t i = first; i < ranges.size(); ++i) {
+        std::optional<NormalizedString> piece = s.Slice(ranges[i].begin, ranges[i].end);
+        if (!piece) BadConfig("a split falls inside a character");
+        out(std::move(*piece));
+      }
+      ranges.resize(first);
+    });
+  }
+  bool EachPiece(std::string_view text, const PieceSink& sink) const final {
+    // The ranges of nested calls (a Sequence's) stack up in one per-thread pool: each call uses
+    // indices past its caller's and gives them back when it returns.
+    std::vector<Range>& ranges = RangePool();
+    const std::size_t first = ranges.size();
+    Ranges(text, ranges);
+    bool go_on = true;
+    for (std::size_t i = first; i < ranges.size() && go_on; ++i) {
+      const Range r = ranges[i];
+      if (r.end > r.begin) go_on = sink(text.substr(r.begin, r.end - r.begin));
+    }
+    ranges.resize(first);
+    return go_on;
+  }
+
+ private:
+  static std::vector<Range>& RangePool() {
+    thread_local std::vector<Range> pool;
+    return pool;
+  }
+};
+
+// A string buffer of the calling thread for as long as it lives, another for each one alive
+// at once (a Sequence nests EachPiece calls).
+class Buffer {
+ public:
+  Buffer() : depth_(Depth()++) {
+    if (Pool().size() <= depth_) Pool().resize(depth_ + 1);
+    Pool()[depth_].clear();
+  }
+  ~Buffer() { --Depth(); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  std::string& get() { return Pool()[depth_]; }
+
+ private:
+  static std::vector<std::string>& Pool() {
+    thread_local std::vector<std::string> pool;
+    return pool;
+  }
+  static std::size_t& Depth() {
+    thread_local std::size_t depth = 0;
+    return depth;
+  }
+  std::size_t depth_;
+};
+
+// The kept cuts of `pieces` under `behavior`, appended to `out`.
+void AppendCuts(const Pieces& pieces, SplitBehavior behavior, std::vector<Range>& out) {
+  for (const NormalizedString::Cut& c : NormalizedString::Cuts(pieces, behavior)) {
+    if (!c.remove) out.push_back({c.begin, c.end});
+  }
 }
 
-class BertPreTokenizer final : public PreTokenizer {
+// Cuts on the characters `is_match` holds for.
+template <class Predicate>
+class CharSplitter : public Splitter {
  public:
-  void PreTokenize(PreTokenizedString& text) const override {
-    SplitOnChars(text, hf::IsWhitespace, SplitBehavior::kRemoved);
-    SplitOnChars(text, hf::IsBertPunctuation, SplitBehavior::kIsolated);
+  CharSplitter(Predicate is_match, SplitBehavior behavior)
+      : is_match_(std::move(is_match)), behavior_(behavior) {}
+  void Ranges(std::string_view text, std::vector<Range>& out) const override {
+    thread_local Pieces pieces;
+    FindCharMatches(text, is_match_, pieces);
+    AppendCuts(pieces, behavior_, out);
+  }
+
+ private:
+  Predicate is_match_;
+  SplitBehavior behavior_;
+};
+template <class Predicate>
+std::unique_ptr<PreTokenizer> MakeCharSplitter(Predicate is_match, SplitBehavior behavior) {
+  return std::make_unique<CharSplitter<Predicate>>(std::move(is_match), behavior);
+}
+
+// Whitespace removed, then each punctuation character on its own (HF's two splits, in one
+// pass: the same pieces).
+class BertPreTokenizer final : public Splitter {
+  enum Kind : unsigned char { kWord, kSpace, kPunct };
+  static constexpr std::array<unsigned char, 128> kAscii = [] {
+    std::array<unsigned char, 128> t{};
+    for (char32_t c = 0; c < 128; ++c) {
+      t[c] = hf::IsWhitespace(c) ? kSpace : hf::IsBertPunctuation(c) ? kPunct : kWord;
+    }
+    return t;
+  }();
+
+ public:
+  void Ranges(std::string_view t, std::vector<Range>& out) const override {
+    std::size_t i = 0;
+    while (i < t.size()) {
+      std::size_t next = i;
+      const Kind kind = Classify(t, next);
+      if (kind == kSpace) {
+        i = next;
+      } else if (kind == kPunct) {
+        out.push_back({i, next});
+        i = next;
+      } else {
+        // A run of word characters: ASCII letters in a tight loop, others classified.
+        std::size_t j = next;
+        while (j < t.size()) {
+          const auto b = static_cast<unsigned char>(t[j]);
+          if (b < 0x80) {
+            if (kAscii[b] != kWord) break;
+            ++j;
+            continue;
+          }
+          std::size_t after = j;
+          if (Classify(t, after) != kWord) break;
+          j = after;
+        }
+        out.push_back({i, j});
+        i = j;
+      }
+    }
+  }
+
+ private:
+  // The class of the character at `i`, which moves past it.
+  static Kind Classify(std::string_view t, std::size_t& i) {
+    const auto b = static_cast<unsigned char>(t[i]);
+    if (b < 0x80) {
+      ++i;
+      return static_cast<Kind>(kAscii[b]);
+    }
+    const char32_t c = unicode::DecodeValid(t, i);
+    if (hf::IsWhitespace(c)) return kSpace;
+    return hf::IsBertPunctuation(c) ? kPunct : kWord;
   }
 };
 
 // Runs of word characters and runs of other non-space characters (\w+|[^\w\s]+, Rust's regex).
-class WhitespacePreTokenizer final : public PreTokenizer {
+class WhitespacePreTokenizer final : public Splitter {
  public:
   WhitespacePreTokenizer() : regex_("\\w+|[^\\w\\s]+") {}
-  void PreTokenize(PreTokenizedString& text) const override {
-    text.SplitEach([&](NormalizedString&& s, std::vector<NormalizedString>& out) {
-      thread_local Pieces pieces;
-      FindRegexMatches(s.get(), regex_, pieces);
-      InvertMatches(pieces);
-      s.Split(pieces, SplitBehavior::kRemoved, out);
-    });
+  void Ranges(std::string_view text, std::vector<Range>& out) const override {
+    thread_local Pieces pieces;
+    FindRegexMatches(text, regex_, pieces);
+    InvertMatches(pieces);
+    AppendCuts(pieces, SplitBehavior::kRemoved, out);
   }
 
  private:
   Regex regex_;
-};
-
-class WhitespaceSplitPreTokenizer final : public PreTokenizer {
- public:
-  void PreTokenize(PreTokenizedString& text) const override {
-    SplitOnChars(text, hf::IsWhitespace, SplitBehavior::kRemoved);
-  }
 };
 
 // SentencePiece's whitespace: ' ' becomes the replacement (U+2581), which starts each word.
@@ -101,7 +232,7 @@ class MetaspacePreTokenizer final : public PreTokenizer {
   }
 
   void PreTokenize(PreTokenizedString& text) const override {
-    text.SplitEach([&](NormalizedString&& s, std::vector<NormalizedString>& out) {
+    text.SplitEach([&](NormalizedString&& s, auto& out) {
       thread_local Pieces pieces;
       FindCharMatches(
           s.get(), [](char32_t c) { return c == U' '; }, pieces);
@@ -112,7 +243,7 @@ class MetaspacePreTokenizer final : public PreTokenizer {
         s.Prepend(replacement_text_);
       }
       if (!split_) {
-        out.push_back(std::move(s));
+        out(std::move(s));
         return;
       }
       FindCharMatches(
@@ -121,6 +252,30 @@ class MetaspacePreTokenizer final : public PreTokenizer {
     });
   }
   bool NeedsOriginalOffsets() const override { return scheme_ == Scheme::kFirst; }
+
+  bool EachPiece(std::string_view text, const PieceSink& sink) const override {
+    Buffer buffer;
+    std::string& s = buffer.get();
+    for (const char c : text) {
+      if (c == ' ') {
+        s += replacement_text_;
+      } else {
+        s.push_back(c);
+      }
+    }
+    if (scheme_ == Scheme::kAlways && !s.starts_with(replacement_text_)) {
+      s.insert(0, replacement_text_);
+    }
+    if (!split_) return s.empty() || sink(s);
+    // Each piece starts at a replacement (merged with what follows it).
+    std::size_t begin = 0;
+    for (std::size_t at = s.find(replacement_text_, 1); at != std::string::npos;
+         at = s.find(replacement_text_, at + replacement_text_.size())) {
+      if (!sink(std::string_view(s).substr(begin, at - begin))) return false;
+      begin = at;
+    }
+    return begin == s.size() || sink(std::string_view(s).substr(begin));
+  }
 
  private:
   enum class Scheme { kAlways, kFirst, kNever };
@@ -139,10 +294,10 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
         use_regex_(json_fields::Bool(spec, "use_regex", true, "ByteLevel")) {}
 
   void PreTokenize(PreTokenizedString& text) const override {
-    text.SplitEach([&](NormalizedString&& s, std::vector<NormalizedString>& out) {
+    text.SplitEach([&](NormalizedString&& s, auto& out) {
       if (add_prefix_space_ && !s.get().starts_with(' ')) s.Prepend(" ");
       if (!use_regex_) {
-        out.push_back(std::move(s));
+        out(std::move(s));
         return;
       }
       thread_local Pieces pieces;
@@ -156,6 +311,37 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
     });
   }
 
+  bool EachPiece(std::string_view text, const PieceSink& sink) const override {
+    Buffer prefixed, mapped;
+    std::string_view t = text;
+    if (add_prefix_space_ && !text.starts_with(' ')) {
+      prefixed.get().reserve(text.size() + 1);
+      prefixed.get().push_back(' ');
+      prefixed.get().append(text);
+      t = prefixed.get();
+    }
+    const auto emit = [&](std::string_view piece) {
+      std::string& out = mapped.get();
+      out.clear();
+      for (const char c : piece) {
+        const auto& [bytes, length] = ByteChars()[static_cast<unsigned char>(c)];
+        out.append(bytes.data(), length);
+      }
+      return sink(out);
+    };
+    if (!use_regex_) return t.empty() || emit(t);
+    thread_local std::vector<Regex::Match> matches;
+    Gpt2Regex().FindAll(t, matches);
+    // Isolated: the matches and the text between them, in order.
+    std::size_t prev = 0;
+    for (const Regex::Match& m : matches) {
+      if (prev < m.begin && !emit(t.substr(prev, m.begin - prev))) return false;
+      if (m.end > m.begin && !emit(t.substr(m.begin, m.end - m.begin))) return false;
+      prev = m.end;
+    }
+    return prev == t.size() || emit(t.substr(prev));
+  }
+
   static const Regex& Gpt2Regex() {
     static const Regex regex(
         R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)");
@@ -163,67 +349,46 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
   }
 
  private:
+  // Each byte's character of the byte-level alphabet, as UTF-8.
+  struct ByteChar {
+    std::array<char, 2> bytes;
+    std::size_t length;
+  };
+  static const std::array<ByteChar, 256>& ByteChars() {
+    static const std::array<ByteChar, 256> table = [] {
+      std::array<ByteChar, 256> t{};
+      for (std::size_t b = 0; b < 256; ++b) {
+        std::string utf8;
+        unicode::AppendUtf8(utf8, kByteLevelChar[b]);
+        t[b].length = utf8.size();
+        std::copy(utf8.begin(), utf8.end(), t[b].bytes.begin());
+      }
+      return t;
+    }();
+    return table;
+  }
+
   bool add_prefix_space_, use_regex_;
 };
 
-class SplitPreTokenizer final : public PreTokenizer {
+class SplitPreTokenizer final : public Splitter {
  public:
   explicit SplitPreTokenizer(const Json& spec)
       : pattern_(json_fields::Required(spec, "pattern", "Split"), "Split"),
         behavior_(ParseBehavior(spec, "Split")),
         invert_(json_fields::Bool(spec, "invert", false, "Split")) {}
 
-  void PreTokenize(PreTokenizedString& text) const override {
-    text.SplitEach([&](NormalizedString&& s, std::vector<NormalizedString>& out) {
-      thread_local Pieces pieces;
-      pattern_.Find(s.get(), pieces);
-      if (invert_) InvertMatches(pieces);
-      s.Split(pieces, behavior_, out);
-    });
+  void Ranges(std::string_view text, std::vector<Range>& out) const override {
+    thread_local Pieces pieces;
+    pattern_.Find(text, pieces);
+    if (invert_) InvertMatches(pieces);
+    AppendCuts(pieces, behavior_, out);
   }
 
  private:
   TextPattern pattern_;
   SplitBehavior behavior_;
   bool invert_;
-};
-
-class DigitsPreTokenizer final : public PreTokenizer {
- public:
-  explicit DigitsPreTokenizer(const Json& spec)
-      : individual_(json_fields::Bool(spec, "individual_digits", false, "Digits")) {}
-  void PreTokenize(PreTokenizedString& text) const override {
-    SplitOnChars(text, hf::IsNumeric,
-                 individual_ ? SplitBehavior::kIsolated : SplitBehavior::kContiguous);
-  }
-
- private:
-  bool individual_;
-};
-
-class PunctuationPreTokenizer final : public PreTokenizer {
- public:
-  explicit PunctuationPreTokenizer(const Json& spec)
-      : behavior_(ParseBehavior(spec, "Punctuation")) {}
-  void PreTokenize(PreTokenizedString& text) const override {
-    SplitOnChars(text, hf::IsBertPunctuation, behavior_);
-  }
-
- private:
-  SplitBehavior behavior_;
-};
-
-class CharDelimiterPreTokenizer final : public PreTokenizer {
- public:
-  explicit CharDelimiterPreTokenizer(const Json& spec)
-      : delimiter_(json_fields::OneChar(spec, "delimiter", "CharDelimiterSplit")) {}
-  void PreTokenize(PreTokenizedString& text) const override {
-    SplitOnChars(
-        text, [&](char32_t c) { return c == delimiter_; }, SplitBehavior::kRemoved);
-  }
-
- private:
-  char32_t delimiter_;
 };
 
 class SequencePreTokenizer final : public PreTokenizer {
@@ -241,8 +406,18 @@ class SequencePreTokenizer final : public PreTokenizer {
   bool NeedsOriginalOffsets() const override {
     return std::ranges::any_of(parts_, [](const auto& p) { return p->NeedsOriginalOffsets(); });
   }
+  bool EachPiece(std::string_view text, const PieceSink& sink) const override {
+    return Each(0, text, sink);
+  }
 
  private:
+  // The pieces of parts_[i..] of `text`: each piece of part i cut again by the rest.
+  bool Each(std::size_t i, std::string_view text, const PieceSink& sink) const {
+    if (i == parts_.size()) return sink(text);
+    auto next = [&](std::string_view piece) { return Each(i + 1, piece, sink); };
+    return parts_[i]->EachPiece(text, PieceSink(next));
+  }
+
   std::vector<std::unique_ptr<PreTokenizer>> parts_;
 };
 
@@ -253,13 +428,24 @@ std::unique_ptr<PreTokenizer> MakePreTokenizer(const Json& spec) {
   const std::string type = json_fields::TypeOf(spec, "pre_tokenizer");
   if (type == "BertPreTokenizer") return std::make_unique<BertPreTokenizer>();
   if (type == "Whitespace") return std::make_unique<WhitespacePreTokenizer>();
-  if (type == "WhitespaceSplit") return std::make_unique<WhitespaceSplitPreTokenizer>();
+  if (type == "WhitespaceSplit") return MakeCharSplitter(hf::IsWhitespace, SplitBehavior::kRemoved);
   if (type == "Metaspace") return std::make_unique<MetaspacePreTokenizer>(spec);
   if (type == "ByteLevel") return std::make_unique<ByteLevelPreTokenizer>(spec);
   if (type == "Split") return std::make_unique<SplitPreTokenizer>(spec);
-  if (type == "Digits") return std::make_unique<DigitsPreTokenizer>(spec);
-  if (type == "Punctuation") return std::make_unique<PunctuationPreTokenizer>(spec);
-  if (type == "CharDelimiterSplit") return std::make_unique<CharDelimiterPreTokenizer>(spec);
+  if (type == "Digits") {
+    return MakeCharSplitter(hf::IsNumeric,
+                            json_fields::Bool(spec, "individual_digits", false, "Digits")
+                                ? SplitBehavior::kIsolated
+                                : SplitBehavior::kContiguous);
+  }
+  if (type == "Punctuation") {
+    return MakeCharSplitter(hf::IsBertPunctuation, ParseBehavior(spec, "Punctuation"));
+  }
+  if (type == "CharDelimiterSplit") {
+    const char32_t delimiter = json_fields::OneChar(spec, "delimiter", "CharDelimiterSplit");
+    return MakeCharSplitter([delimiter](char32_t c) { return c == delimiter; },
+                            SplitBehavior::kRemoved);
+  }
   if (type == "Sequence") return std::make_unique<SequencePreTokenizer>(spec);
   BadConfig("pre_tokenizer type \"" + type +
             "\" is not supported (ember reads BertPreTokenizer, Whitespace, WhitespaceSplit, "

@@ -1,7 +1,6 @@
 #include "engine/tokenizer/unigram_model.h"
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -15,32 +14,6 @@ using json_fields::Json;
 
 constexpr double kUnkPenalty = 10.0;
 
-std::uint64_t NextCacheKey() {
-  static std::atomic<std::uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-struct SegmentCache {
-  static constexpr std::size_t kCapacity = 10'000;
-  static constexpr std::size_t kMaxWordBytes = 256;
-  std::uint64_t model = 0;
-  tsl::hopscotch_map<std::string, std::vector<UnigramModel::Piece>, StringViewHash, std::equal_to<>>
-      words;
-};
-SegmentCache& CacheOf(std::uint64_t model) {
-  constexpr std::size_t kModels = 4;
-  thread_local std::vector<SegmentCache> caches(kModels);
-  thread_local std::size_t next_victim = 0;
-  for (SegmentCache& c : caches) {
-    if (c.model == model) return c;
-  }
-  SegmentCache& c = caches[next_victim];
-  next_victim = (next_victim + 1) % kModels;
-  c.model = model;
-  c.words.clear();
-  return c;
-}
-
 std::size_t CharLength(unsigned char lead) {
   return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
 }
@@ -48,8 +21,7 @@ std::size_t CharLength(unsigned char lead) {
 }  // namespace
 
 UnigramModel::UnigramModel(const Json& spec)
-    : byte_fallback_(json_fields::Bool(spec, "byte_fallback", false, "Unigram")),
-      cache_key_(NextCacheKey()) {
+    : byte_fallback_(json_fields::Bool(spec, "byte_fallback", false, "Unigram")) {
   const Json& vocab = json_fields::Required(spec, "vocab", "Unigram");
   if (!vocab.is_array() || vocab.empty()) {
     BadConfig("Unigram: \"vocab\" must be a non-empty list of [piece, score]");
@@ -182,19 +154,12 @@ void UnigramModel::Segment(std::string_view word, std::vector<Piece>& pieces) co
 
 void UnigramModel::Tokenize(std::string_view word, std::vector<Token>& out) const {
   if (word.empty()) return;
-  SegmentCache& cache = CacheOf(cache_key_);
-  const std::vector<Piece>* pieces = nullptr;
-  thread_local std::vector<Piece> fresh;
-  if (const auto it = cache.words.find(word); it != cache.words.end()) {
-    pieces = &it->second;
-  } else {
-    Segment(word, fresh);
-    pieces = &fresh;
-    if (word.size() < SegmentCache::kMaxWordBytes && cache.words.size() < SegmentCache::kCapacity) {
-      pieces = &cache.words.emplace(std::string(word), fresh).first->second;
-    }
+  thread_local std::vector<Piece> pieces;
+  if (!cache_.Get(word, pieces)) {
+    Segment(word, pieces);
+    cache_.Put(word, pieces);
   }
-  for (const Piece& p : *pieces) {
+  for (const Piece& p : pieces) {
     if (p.id >= 0) {
       out.push_back({p.id, p.begin, p.end});
       continue;

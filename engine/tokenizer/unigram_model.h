@@ -6,7 +6,7 @@
 // byte_fallback an unknown run becomes its bytes' <0xXX> tokens. Ties keep the first path
 // found, as HF's encode_optimized does.
 //
-// Words seen before come from a per-thread cache, as in the BPE model.
+// Words seen before come from the model's word cache (word_cache.h).
 #ifndef EMBER_ENGINE_TOKENIZER_UNIGRAM_MODEL_H_
 #define EMBER_ENGINE_TOKENIZER_UNIGRAM_MODEL_H_
 
@@ -14,6 +14,7 @@
 
 #include "engine/tokenizer/token_model.h"
 #include "engine/tokenizer/vocabulary.h"
+#include "engine/tokenizer/word_cache.h"
 
 namespace ember::engine {
 
@@ -53,7 +54,7 @@ class UnigramModel final : public TokenModel {
   std::vector<unsigned char> labels_;
   std::vector<std::uint32_t> targets_;
   std::vector<std::int32_t> value_;
-  std::uint64_t cache_key_;
+  mutable WordCache<Piece> cache_{kWordCacheCapacity};
 };
 
 }  // namespace ember::engine
