@@ -9,7 +9,7 @@
 //   2. times BertModel::Embed (the serving path) on seeded random token-id sequences of exactly
 //      the given lengths, for every batch x length cell, and reports sentences/s, tokens/s,
 //      achieved GFLOP/s (analytic model FLOPs / time) and the fraction of the GEMM peak;
-//   3. times one end-to-end cell, tokenizer + model (LoadBertBackend, Backend::Tokenize for each
+//   3. times one end-to-end cell, tokenizer + model (LoadModel: its Tokenizer::Encode for each
 //      text, then Backend::Embed), on a batch of short English sentences, next to the model alone
 //      and the tokenizer alone on the same texts, so the tokenizer's share shows.
 // Prints readable tables and, with --json, writes every figure to a file.
@@ -43,7 +43,7 @@
 
 #include "bench/random_ids.h"
 #include "engine/backend.h"
-#include "engine/bert/bert_backend.h"
+#include "engine/backend_factory.h"
 #include "engine/bert/bert_model.h"
 #include "engine/bert/cpu/packed_dense.h"
 
@@ -560,19 +560,23 @@ int main(int argc, char** argv) {
           }
           if (texts.empty()) throw std::runtime_error("no texts in " + e2e_texts);
         }
-        auto backend = ew::LoadBertBackend(model_dir, {.model = {.threads = t}});
+        const ew::Model model = ew::LoadModel(model_dir, {.threads = t, .backend = "bert"});
+        ew::Backend* backend = model.backend.get();
+        const auto tokenize = [&](const std::string& text) {
+          return model.tokenizer->Encode(text, {.max_length = backend->max_length()}).ids;
+        };
         // Sorted by length, so that each batch pads as little as possible.
-        std::stable_sort(
-            texts.begin(), texts.end(), [&](const std::string& a, const std::string& b) {
-              return backend->Tokenize(a, true).size() < backend->Tokenize(b, true).size();
-            });
+        std::stable_sort(texts.begin(), texts.end(),
+                         [&](const std::string& a, const std::string& b) {
+                           return tokenize(a).size() < tokenize(b).size();
+                         });
         // Batches: consecutive sorted texts, at most e2e_batch of them and, with a token cap,
         // at most e2e_max_tokens tokens as the worker's batcher counts them for this backend
         // (padded: batch x longest; packed: the sum), so offline and served batches follow
         // the same limits. A text longer than the cap runs alone.
         const bool padded = backend->pads();
         std::vector<std::vector<int32_t>> ids;
-        for (const auto& text : texts) ids.push_back(backend->Tokenize(text, true));
+        for (const auto& text : texts) ids.push_back(tokenize(text));
         std::vector<std::pair<std::size_t, std::size_t>> chunks;  // [begin, end)
         for (std::size_t i = 0; i < ids.size();) {
           std::size_t end = i + 1, chunk_longest = ids[i].size(), chunk_sum = ids[i].size();
@@ -620,7 +624,7 @@ int main(int argc, char** argv) {
             [&] {
               in_batches(texts, [&](std::size_t i, std::size_t end) {
                 ew::TokenBatch batch;
-                for (std::size_t j = i; j < end; ++j) batch.Add(backend->Tokenize(texts[j], true));
+                for (std::size_t j = i; j < end; ++j) batch.Add(tokenize(texts[j]));
                 (void)backend->Embed(batch);
               });
             },
@@ -636,7 +640,7 @@ int main(int argc, char** argv) {
             min_seconds, 3);
         const auto tok_times = Repeat(
             [&] {
-              for (const auto& text : texts) (void)backend->Tokenize(text, true);
+              for (const auto& text : texts) (void)tokenize(text);
             },
             std::min(min_seconds, 0.2), 3);
         std::printf(

@@ -3,10 +3,8 @@
 // beside HF tokenizers on the same texts.
 //
 //   ember-tokenizer-bench --model DIR --texts FILE [--loops 5] [--max-length 256]
-//                         [--tokenizer hf|wordpiece]
 //
-// --tokenizer hf (the default) is HfTokenizer (any tokenizer.json, or a folder's vocab.txt);
-// wordpiece is the fused BERT WordPieceTokenizer.
+// The tokenizer is HfTokenizer: the folder's tokenizer.json, or its vocab.txt.
 //
 // Prints one JSON object: the median and range over the loops of microseconds per text, and
 // the tokens made (equal between loops, a check that each loop did the same work).
@@ -16,37 +14,25 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/tokenizer/hf_tokenizer.h"
-#include "engine/tokenizer/wordpiece_tokenizer.h"
 
 int main(int argc, char** argv) {
   std::string model, texts_file;
   int loops = 5;
   std::size_t max_length = 256;
-  std::string kind = "hf";
-  CLI::App app{"ember-tokenizer-bench: the WordPiece tokenizer's time per text"};
+  CLI::App app{"ember-tokenizer-bench: a tokenizer's time per text"};
   app.add_option("--model", model, "model folder (vocab.txt or tokenizer.json)")->required();
   app.add_option("--texts", texts_file, "texts, one per line")->required();
   app.add_option("--loops", loops, "passes over the texts")->check(CLI::Range(1, 1000));
   app.add_option("--max-length", max_length, "tokens per text at most (truncating)");
-  app.add_option("--tokenizer", kind, "hf (tokenizer.json) or wordpiece (the fused BERT one)")
-      ->check(CLI::IsMember({"hf", "wordpiece"}));
   CLI11_PARSE(app, argc, argv);
 
-  std::optional<ember::engine::WordPieceTokenizer> wordpiece;
-  std::unique_ptr<ember::engine::HfTokenizer> hf;
-  if (kind == "wordpiece") {
-    wordpiece = ember::engine::WordPieceTokenizer::FromDirectory(model);
-  } else {
-    hf = ember::engine::HfTokenizer::FromDirectory(model);
-  }
+  const auto tokenizer = ember::engine::HfTokenizer::FromDirectory(model);
   const auto encode = [&](const std::string& text) {
-    return wordpiece ? wordpiece->Encode(text, true, max_length).ids.size()
-                     : hf->Encode(text, {.max_length = max_length}).ids.size();
+    return tokenizer->Encode(text, {.max_length = max_length}).ids.size();
   };
   std::vector<std::string> texts;
   std::ifstream in(texts_file);

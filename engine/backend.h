@@ -1,23 +1,18 @@
-// The seam between the worker and a model runtime. A Backend turns text into
-// token ids and batches of token ids into vectors; everything about tensors,
-// devices and vocabularies lives behind it, so the worker's socket and
-// batching code never sees LibTorch. engine/backend_factory.h opens one.
-//
-// Tokenize and Embed are separate so that the batcher knows each text's
-// length before it forms a batch, and so that tokenizing the next batch
-// overlaps running the current one.
+// The seam between the worker and a model runtime. A Backend turns batches of token ids into
+// vectors; everything about tensors and devices lives behind it, so the worker's socket and
+// batching code never sees LibTorch. The ids come from the model's Tokenizer
+// (engine/tokenizer/tokenizer.h), which the worker owns beside the backend (engine/model.h):
+// the batcher knows each text's length before it forms a batch, and tokenizing the next batch
+// overlaps running the current one. engine/backend_factory.h opens both.
 #ifndef EMBER_ENGINE_BACKEND_H_
 #define EMBER_ENGINE_BACKEND_H_
 
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "common/error_code.h"
 #include "engine/token_batch.h"
 
 namespace ember::engine {
@@ -68,53 +63,19 @@ class Backend {
     return kNone;
   }
 
-  // A pair of texts ([CLS] first [SEP] second [SEP]: a query and a passage) ready for
-  // TokenBatch::Add(ids, second_start). Only for models with labels; the default refuses.
-  // Throws ember::Error (BAD_REQUEST, TOO_LONG) as Tokenize does.
-  struct PairIds {
-    std::vector<std::int32_t> ids;
-    std::size_t second_start = 0;
-  };
-  virtual PairIds TokenizePair(std::string_view first, std::string_view second,
-                               bool truncate) const;
+  // The most ids a sequence may have, special tokens included: the model's own limit (its
+  // positions, the folder's max_seq_length) or the version's `max-length` below it. The worker
+  // tokenizes to it.
+  virtual std::size_t max_length() const = 0;
+  // How many ids the model's embeddings have (a tokenizer with more does not fit it); 0:
+  // unknown.
+  virtual std::size_t vocab_size() const { return 0; }
 
-  // One text's tokens as TEI's /tokenize shows them: Tokenize's ids, each one's vocabulary
-  // string, and the bytes [start, stop) of `text` it came from (spans: two per token; {0, 0} for
-  // the [CLS] and [SEP] the model adds). The default refuses (BAD_REQUEST): a backend whose
-  // tokenizer keeps no offsets. Throws ember::Error as Tokenize does.
-  struct TextTokens {
-    std::vector<std::int32_t> ids;
-    std::vector<std::string> pieces;
-    std::vector<std::uint32_t> spans;
-  };
-  virtual TextTokens TokenizeWithOffsets(std::string_view text, bool truncate) const;
-
-  // The text of token ids (TEI's /decode), special tokens left out when `skip_special`. The
-  // default refuses (BAD_REQUEST); an id outside the vocabulary is BAD_REQUEST too.
-  virtual std::string Decode(std::span<const std::int32_t> ids, bool skip_special) const;
-
-  // Token ids of one text, ready for Embed. `truncate` false makes an
-  // over-long text an error. Throws ember::Error (BAD_REQUEST, TOO_LONG).
-  // Thread-safe, and may run while another thread is in Embed.
-  virtual std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const = 0;
-
-  // Embeds sequences from Tokenize, packed by the core into one batch (token_batch.h): row-major
+  // Embeds the tokenizer's sequences, packed by the core into one batch (token_batch.h): row-major
   // float32 [batch.size() x dim()], pooled and normalised as engine/pooling.h says. Thread-safe:
   // the worker calls it from as many threads at once as it keeps batches in flight.
   virtual std::vector<float> Embed(const TokenBatch& batch) = 0;
 };
-
-inline Backend::PairIds Backend::TokenizePair(std::string_view, std::string_view, bool) const {
-  throw Error(ErrorCode::kBadRequest, "this model embeds single texts; it takes no pairs");
-}
-
-inline std::string Backend::Decode(std::span<const std::int32_t>, bool) const {
-  throw Error(ErrorCode::kBadRequest, "this model's tokenizer cannot decode token ids");
-}
-
-inline Backend::TextTokens Backend::TokenizeWithOffsets(std::string_view, bool) const {
-  throw Error(ErrorCode::kBadRequest, "this model's tokenizer does not say where tokens come from");
-}
 
 }  // namespace ember::engine
 

@@ -5,18 +5,61 @@
 #include "common/error_code.h"
 #include "engine/bert/bert_backend.h"
 #include "engine/simulated/simulated_backend.h"
+#include "engine/tokenizer/hf_tokenizer.h"
 #include "engine/torchscript/torchscript_backend.h"
 
 namespace ember::engine {
+namespace {
 
-std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path, BackendOptions options) {
-  namespace fs = std::filesystem;
-  const bool is_bert = fs::is_directory(path) && fs::exists(path / "config.json");
-  if (options.backend == "bert" || (options.backend == "auto" && is_bert)) {
-    return LoadBertBackend(
-        path, ParseBertParams(std::move(options.params), options.device, options.threads));
+// The folder's tokenizer, with the version's `lowercase` rule (bert and simulated runtimes).
+std::unique_ptr<const Tokenizer> OpenTokenizer(const std::filesystem::path& dir,
+                                               BackendParams& params) {
+  HfTokenizer::Options options;
+  if (const auto rule = params.TakeString("lowercase")) {
+    if (*rule == "per-word") {
+      options.final_sigma_per_word = true;
+    } else if (*rule != "per-character") {
+      throw Error(ErrorCode::kBadRequest,
+                  "lowercase = \"" + *rule + "\": expected per-character or per-word");
+    }
   }
-  if (options.backend == "simulated") return LoadSimulatedBackend(path, std::move(options.params));
+  try {
+    return HfTokenizer::FromDirectory(dir, options);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("model '" + dir.string() + "': tokenizer: " + e.what());
+  }
+}
+
+// A tokenizer whose ids the backend's embeddings cannot all take is refused at load, not on
+// the first text that uses one.
+void CheckFits(const std::filesystem::path& path, const Model& model) {
+  const std::size_t ids = model.tokenizer->vocab_size(), rows = model.backend->vocab_size();
+  if (rows != 0 && ids > rows) {
+    throw std::runtime_error("model '" + path.string() + "': the tokenizer has " +
+                             std::to_string(ids) + " ids but the model's embeddings " +
+                             std::to_string(rows));
+  }
+}
+
+}  // namespace
+
+Model LoadModel(const std::filesystem::path& path, BackendOptions options) {
+  namespace fs = std::filesystem;
+  const bool is_folder = fs::is_directory(path) && fs::exists(path / "config.json");
+  if (options.backend == "bert" || (options.backend == "auto" && is_folder)) {
+    Model model;
+    model.tokenizer = OpenTokenizer(path, options.params);
+    model.backend = LoadBertBackend(
+        path, ParseBertParams(std::move(options.params), options.device, options.threads));
+    CheckFits(path, model);
+    return model;
+  }
+  if (options.backend == "simulated") {
+    Model model;
+    model.tokenizer = OpenTokenizer(path, options.params);
+    model.backend = LoadSimulatedBackend(std::move(options.params));
+    return model;
+  }
   if (options.backend != "auto" && options.backend != "torchscript") {
     throw Error(ErrorCode::kBadRequest, "model '" + path.string() + "': unknown backend '" +
                                             options.backend + "' (" + BackendNames() + ")");
@@ -33,20 +76,21 @@ std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path, BackendO
   options.params.RejectUnused("torchscript", "precision (fp32 only)");
   const fs::path script = fs::is_directory(path) ? path / "model.pt" : path;
   if (fs::is_regular_file(script)) {
-    return LoadTorchScriptBackend(
-        script, TorchOptions{.device = options.device, .threads = options.threads});
+    return LoadTorchScript(script,
+                           TorchOptions{.device = options.device, .threads = options.threads});
   }
   throw std::runtime_error("model '" + path.string() +
                            "': neither a HuggingFace folder (config.json + model.safetensors) "
                            "nor a TorchScript file");
 }
 
-void WarmUp(Backend& backend) {
-  const auto ids = backend.Tokenize("ember warm-up", /*truncate=*/true);
-  const auto vectors = backend.Embed(TokenBatch::Of({ids, ids}));
-  if (vectors.size() != 2 * static_cast<std::size_t>(backend.dim())) {
+void WarmUp(const Model& model) {
+  const auto ids =
+      model.tokenizer->Encode("ember warm-up", {.max_length = model.backend->max_length()}).ids;
+  const auto vectors = model.backend->Embed(TokenBatch::Of({ids, ids}));
+  if (vectors.size() != 2 * static_cast<std::size_t>(model.backend->dim())) {
     throw std::runtime_error("warm-up returned " + std::to_string(vectors.size()) +
-                             " floats for 2 texts of dim " + std::to_string(backend.dim()));
+                             " floats for 2 texts of dim " + std::to_string(model.backend->dim()));
   }
 }
 

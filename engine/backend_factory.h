@@ -1,8 +1,8 @@
-// Opens a model version as a Backend: picks the runtime for the path (a HuggingFace /
-// sentence-transformers folder with config.json gets the bert backend, a TorchScript file or a
-// folder holding model.pt the torchscript one) and hands it the version's own parameters.
-// The worker's serving code calls only this (and WarmUp); which runtimes exist, and what
-// their parameters mean, stays in engine/.
+// Opens a model version: its tokenizer and the Backend of the runtime for the path (a
+// HuggingFace / sentence-transformers folder with config.json gets the bert backend and the
+// folder's tokenizer.json or vocab.txt, a TorchScript file or a folder holding model.pt the
+// torchscript one) with the version's own parameters. The worker's serving code calls only
+// this (and WarmUp); which runtimes exist, and what their parameters mean, stays in engine/.
 #ifndef EMBER_ENGINE_BACKEND_FACTORY_H_
 #define EMBER_ENGINE_BACKEND_FACTORY_H_
 
@@ -15,6 +15,7 @@
 
 #include "engine/backend.h"
 #include "engine/backend_params.h"
+#include "engine/model.h"
 
 namespace ember::engine {
 
@@ -23,7 +24,8 @@ struct BackendOptions {
   int threads = 0;               // intra-op threads; 0 leaves the runtime's setting
   std::string backend = "auto";  // one of BackendNames()
   // The runtime's own settings (bert: engine/bert/bert_backend.h; torchscript: precision,
-  // which must be fp32). Unknown keys fail the load.
+  // which must be fp32), and for a folder's tokenizer `lowercase = "per-character" |
+  // "per-word"` (HfTokenizer::Options). Unknown keys fail the load.
   BackendParams params{};
 };
 
@@ -47,12 +49,12 @@ inline std::string BackendNames() {
 }
 
 // Throws ember::Error (BAD_REQUEST) for a bad parameter, std::runtime_error naming the path
-// when nothing loadable is there.
-std::unique_ptr<Backend> LoadBackend(const std::filesystem::path& path, BackendOptions options);
+// when nothing loadable is there or the tokenizer's ids do not fit the model.
+Model LoadModel(const std::filesystem::path& path, BackendOptions options);
 
-// Runs one short text through `backend` so the first request does not pay for lazy
+// Runs one short text through the model so the first request does not pay for lazy
 // initialisation (allocator pools, oneDNN primitives, JIT).
-void WarmUp(Backend& backend);
+void WarmUp(const Model& model);
 
 }  // namespace ember::engine
 

@@ -1,77 +1,62 @@
-// libFuzzer target: the WordPiece tokenizer (engine/tokenizer/wordpiece_tokenizer.h) on
-// arbitrary text, under every option combination.
+// libFuzzer target: HfTokenizer (engine/tokenizer/hf_tokenizer.h) on arbitrary text through
+// four kinds of pipeline (fuzz/tokenizer_pipelines.h), and its loader on arbitrary
+// tokenizer.json text.
 //
-//   byte 0   option bits: 1 lowercase, 2 strip_accents set, 4 its value,
-//            8 tokenize_chinese_chars, 16 split_special_tokens, 32 truncate, 64 a pair
-//   byte 1   max_length selector (see kMaxLengths)
+//   byte 0   bits 0-1 the pipeline (kPipelines), 4 offsets, 8 Decode skips specials,
+//            32 truncate, 64 a pair, 128 the loader (the rest is a tokenizer.json)
+//   byte 1   max_length selector (kMaxLengths; 0: none)
 //   rest     the text, any bytes; a pair (EncodePair): the texts before and after its first
 //            NUL byte (none: the second is empty)
 //
 // Properties checked on every input, beyond "no crash, no sanitizer report":
-//   * kBadUtf8 exactly when the text is not well-formed UTF-8 (checked by an
-//     independent validator here);
-//   * kTooLong only when truncate is off;
-//   * EncodeWithOffsets gives Encode's ids, with spans inside the text and in order;
-//   * a result is [CLS] ... [SEP] (a pair's: [CLS] ... [SEP] ... [SEP] with the second text
-//     from second_start), at most max_length ids, all in the vocabulary, and `truncated` only
-//     when it is exactly max_length long.
+//   * kBadUtf8 exactly when a text is not well-formed UTF-8 (checked by an independent
+//     validator here); kTooLong only when truncation is off and there is a limit; kBadConfig
+//     only for a limit that leaves no room beside the special tokens;
+//   * ids in the vocabulary, at most max_length of them, `truncated` only when truncating and
+//     then exactly max_length;
+//   * with offsets, the same ids, one span each, inside its text;
+//   * Decode takes any ids Encode made, and the byte-level pipeline's decoding of an untruncated
+//     text is the text itself (its pipeline loses nothing);
+//   * the loader refuses bad JSON and unknown components with kBadConfig alone, and what it
+//     loads encodes and decodes without any other error.
 #include <array>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include "engine/tokenizer/wordpiece_tokenizer.h"
+#include "engine/tokenizer/hf_tokenizer.h"
 #include "fuzz/check.h"
+#include "fuzz/tokenizer_pipelines.h"
 
 namespace ember::fuzz {
 namespace {
 
+using engine::EncodeOptions;
+using engine::Encoding;
+using engine::HfTokenizer;
 using engine::TokenizerError;
 using engine::TokenizerErrorCode;
-using engine::WordPieceTokenizer;
 
-constexpr std::array<std::size_t, 4> kMaxLengths = {2, 3, 16, 512};
+constexpr std::array<std::size_t, 5> kMaxLengths = {0, 2, 3, 16, 512};
 
-// A small vocabulary with every kind of token the algorithm treats specially:
-// specials, whole words, "##" continuations, punctuation, CJK, accented text.
-std::vector<std::string> Vocabulary() {
-  std::vector<std::string> v = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
-  for (char c = 'a'; c <= 'z'; ++c) {
-    v.emplace_back(1, c);
-    v.push_back(std::string("##") + c);
-  }
-  for (char c = '0'; c <= '9'; ++c) v.emplace_back(1, c);
-  for (const char* w :
-       {"hello", "world", "##ing", "##ed", "em",   "##bed", "un",     "##aff", "##able", ".",
-        ",",     "!",     "?",     "'",    "-",    "(",     ")",      "[",     "]",      "你",
-        "好",    "世",    "界",    "é",    "café", "naïve", "straße", "ǆ",     "ﬁ",      "İ"}) {
-    v.emplace_back(w);
-  }
-  return v;
-}
+// One tokenizer per pipeline, with the ids its post-processor adds to a text and to a pair,
+// built on first use: building one per input would drown the signal.
+struct Loaded {
+  std::unique_ptr<HfTokenizer> tokenizer;
+  std::size_t single_specials = 0, pair_specials = 0;
+};
 
-const WordPieceTokenizer& TokenizerFor(std::uint8_t flags, std::uint8_t length_selector) {
-  // One tokenizer per option combination (5 option bits x max lengths),
-  // built on first use: building one per input would drown the signal.
-  static std::array<std::unique_ptr<WordPieceTokenizer>, 32 * kMaxLengths.size()> all;
-  const std::size_t bits = flags & 0x1f;
-  const std::size_t length_index = length_selector % kMaxLengths.size();
-  auto& slot = all[bits * kMaxLengths.size() + length_index];
-  if (!slot) {
-    engine::TokenizerOptions options;
-    options.lowercase = flags & 1;
-    if (flags & 2) options.strip_accents = (flags & 4) != 0;
-    options.tokenize_chinese_chars = flags & 8;
-    options.split_special_tokens = flags & 16;
-    options.max_length = kMaxLengths[length_index];
-    slot =
-        std::make_unique<WordPieceTokenizer>(WordPieceTokenizer::FromTokens(Vocabulary(), options));
+const Loaded& TokenizerFor(Pipeline pipeline) {
+  static std::array<Loaded, kPipelines.size()> all;
+  Loaded& slot = all[static_cast<std::size_t>(pipeline)];
+  if (!slot.tokenizer) {
+    slot.tokenizer = HfTokenizer::FromJsonText(PipelineJson(pipeline), "fuzz pipeline");
+    slot.single_specials = slot.tokenizer->Encode("", {}).ids.size();
+    slot.pair_specials = slot.tokenizer->EncodePair("", "", {}).ids.size();
   }
-  return *slot;
+  return slot;
 }
 
 // Well-formed UTF-8 per RFC 3629: no overlong forms, no surrogates, nothing
@@ -107,44 +92,96 @@ bool WellFormedUtf8(std::string_view s) {
   return true;
 }
 
-void CheckIds(const WordPieceTokenizer& tokenizer, const std::vector<std::int32_t>& ids) {
-  for (const std::int32_t id : ids) {
+// What Encode and EncodePair may refuse.
+void CheckRefusal(const TokenizerError& error, bool valid, const EncodeOptions& options,
+                  std::size_t specials) {
+  switch (error.code()) {
+    case TokenizerErrorCode::kBadUtf8:
+      Check(!valid, "valid UTF-8 must not be rejected as bad");
+      break;
+    case TokenizerErrorCode::kBadConfig:
+      Check(options.max_length != 0 && options.max_length < specials,
+            "only a limit below the special tokens is a bad config");
+      break;
+    case TokenizerErrorCode::kTooLong:
+      Check(valid && !options.truncate && options.max_length != 0,
+            "kTooLong only without truncation, only under a limit, only for valid text");
+      break;
+    default:
+      Check(false, "Encode fails only with kBadUtf8, kBadConfig or kTooLong");
+  }
+}
+
+void CheckEncoding(const HfTokenizer& tokenizer, const Encoding& e, const EncodeOptions& options,
+                   std::size_t longest_text) {
+  for (const std::int32_t id : e.ids) {
     Check(id >= 0 && static_cast<std::size_t>(id) < tokenizer.vocab_size(), "ids in vocabulary");
   }
-}
-
-// What Encode and EncodePair may refuse: malformed UTF-8 exactly, and only without truncation
-// a text too long; a pair with a max_length under 3 (`pair_too_short`) as a bad config.
-void CheckRefusal(const TokenizerError& error, bool valid, bool truncate, bool pair_too_short) {
-  if (error.code() == TokenizerErrorCode::kBadUtf8) {
-    Check(!valid, "valid UTF-8 must not be rejected as bad");
-  } else if (error.code() == TokenizerErrorCode::kBadConfig) {
-    Check(valid && pair_too_short, "a pair needs max_length >= 3, nothing else is refused");
-  } else {
-    Check(error.code() == TokenizerErrorCode::kTooLong && !truncate && valid,
-          "only kTooLong, only without truncation, only for valid text");
+  Check(options.max_length == 0 || e.ids.size() <= options.max_length, "ids <= max_length");
+  Check(!e.truncated || (options.truncate && e.ids.size() == options.max_length),
+        "truncated only when cut to max_length");
+  if (options.offsets) {
+    Check(e.spans.size() == e.ids.size(), "a span per id");
+    for (const engine::TokenSpan& span : e.spans) {
+      Check(span.start <= span.stop && span.stop <= longest_text, "spans inside the text");
+    }
   }
 }
 
-void FuzzPair(const WordPieceTokenizer& tokenizer, std::string_view text, bool truncate) {
-  const std::size_t nul = text.find('\0');
+void FuzzText(Pipeline pipeline, std::uint8_t flags, std::size_t max_length,
+              std::string_view text) {
+  const Loaded& loaded = TokenizerFor(pipeline);
+  const HfTokenizer& tokenizer = *loaded.tokenizer;
+  const EncodeOptions options{
+      .truncate = (flags & 32) != 0, .max_length = max_length, .offsets = (flags & 4) != 0};
+  const bool pair = flags & 64;
+  const std::size_t nul = pair ? text.find('\0') : std::string_view::npos;
   const std::string_view first = text.substr(0, nul);
   const std::string_view second = nul == std::string_view::npos ? "" : text.substr(nul + 1);
   const bool valid = WellFormedUtf8(first) && WellFormedUtf8(second);
-  const std::size_t max_length = tokenizer.options().max_length;
+  const auto encode = [&](const EncodeOptions& o) {
+    return pair ? tokenizer.EncodePair(first, second, o) : tokenizer.Encode(first, o);
+  };
+  Encoding e;
   try {
-    const engine::PairEncoding p = tokenizer.EncodePair(first, second, truncate);
-    Check(valid, "invalid UTF-8 must be rejected");
-    Check(p.ids.size() >= 3 && p.ids.size() <= max_length, "3 <= ids <= max_length");
-    Check(p.second_start >= 2 && p.second_start < p.ids.size(), "the second text is inside");
-    Check(p.ids.front() == tokenizer.cls_id() && p.ids[p.second_start - 1] == tokenizer.sep_id() &&
-              p.ids.back() == tokenizer.sep_id(),
-          "ids are [CLS] ... [SEP] ... [SEP]");
-    CheckIds(tokenizer, p.ids);
-    Check(!p.truncated || (truncate && p.ids.size() == max_length),
-          "truncated only when cut to max_length");
+    e = encode(options);
   } catch (const TokenizerError& error) {
-    CheckRefusal(error, valid, truncate, max_length < 3);
+    CheckRefusal(error, valid, options, pair ? loaded.pair_specials : loaded.single_specials);
+    return;
+  }
+  Check(valid, "invalid UTF-8 must be rejected");
+  CheckEncoding(tokenizer, e, options, std::max(first.size(), second.size()));
+  if (options.offsets) {
+    EncodeOptions plain = options;
+    plain.offsets = false;
+    Check(encode(plain).ids == e.ids, "offsets come with the same ids");
+  }
+  const std::string decoded = tokenizer.Decode(e.ids, (flags & 8) != 0);
+  if (pipeline == Pipeline::kByteLevel && !pair && !e.truncated) {
+    Check(tokenizer.Decode(e.ids, false) == first, "byte-level decoding gives the text back");
+  }
+}
+
+void FuzzLoader(std::string_view json) {
+  std::unique_ptr<HfTokenizer> tokenizer;
+  try {
+    tokenizer = HfTokenizer::FromJsonText(json, "fuzz.json");
+  } catch (const TokenizerError& error) {
+    Check(error.code() == TokenizerErrorCode::kBadConfig, "a bad file is kBadConfig");
+    return;
+  }
+  for (const std::string_view text : {"Hello, world! 你好 ÿ naïve", "", "  <s> [SEP] x"}) {
+    try {
+      const Encoding e = tokenizer->Encode(text, {.offsets = true});
+      CheckEncoding(*tokenizer, e, {.offsets = true}, text.size());
+      (void)tokenizer->Decode(e.ids, true);
+      (void)tokenizer->Decode(e.ids, false);
+      (void)tokenizer->EncodePair(text, text, {.max_length = 8});
+    } catch (const TokenizerError& error) {
+      // A file may load and still fail a text (HF's WordPiece without its unk token in the
+      // vocabulary, a limit below the specials): refused, never a crash.
+      Check(error.code() != TokenizerErrorCode::kBadUtf8, "valid text is not bad UTF-8");
+    }
   }
 }
 
@@ -155,36 +192,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace ember::fuzz;
   if (size < 2) return 0;
   const std::uint8_t flags = data[0];
-  const bool truncate = flags & 32;
-  const WordPieceTokenizer& tokenizer = TokenizerFor(flags, data[1]);
-  const std::string_view text(reinterpret_cast<const char*>(data) + 2, size - 2);
-  if (flags & 64) {
-    FuzzPair(tokenizer, text, truncate);
+  const std::string_view rest(reinterpret_cast<const char*>(data) + 2, size - 2);
+  if (flags & 128) {
+    FuzzLoader(rest);
     return 0;
   }
-  const bool valid = WellFormedUtf8(text);
-  try {
-    const ember::engine::Encoding e = tokenizer.Encode(text, truncate);
-    Check(valid, "invalid UTF-8 must be rejected");
-    const std::size_t max_length = tokenizer.options().max_length;
-    Check(e.ids.size() >= 2 && e.ids.size() <= max_length, "2 <= ids <= max_length");
-    Check(e.ids.front() == tokenizer.cls_id() && e.ids.back() == tokenizer.sep_id(),
-          "ids are [CLS] ... [SEP]");
-    CheckIds(tokenizer, e.ids);
-    Check(!e.truncated || (truncate && e.ids.size() == max_length),
-          "truncated only when cut to max_length");
-    // The same ids with offsets (/tokenize): spans inside the text, in order, from nowhere for
-    // [CLS] and [SEP].
-    const ember::engine::OffsetEncoding o = tokenizer.EncodeWithOffsets(text, truncate);
-    Check(o.ids == e.ids && o.spans.size() == o.ids.size(), "offsets come with Encode's ids");
-    Check(o.spans.front().stop == 0 && o.spans.back().stop == 0, "[CLS] and [SEP] from nowhere");
-    for (std::size_t i = 1; i + 1 < o.spans.size(); ++i) {
-      Check(o.spans[i].start < o.spans[i].stop && o.spans[i].stop <= text.size() &&
-                o.spans[i].start >= o.spans[i - 1].start,
-            "a token's span lies inside the text, after the one before");
-    }
-  } catch (const TokenizerError& error) {
-    CheckRefusal(error, valid, truncate, /*pair_too_short=*/false);
-  }
+  FuzzText(kPipelines[flags & 3], flags, kMaxLengths[data[1] % kMaxLengths.size()], rest);
   return 0;
 }

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "fuzz/seeds.h"
+#include "fuzz/tokenizer_pipelines.h"
 
 namespace ember::fuzz {
 
@@ -21,14 +22,21 @@ std::vector<std::string> TokenizerSeeds() {
       "bad \xff\xfe utf-8",
       "\xc0\xaf overlong \xed\xa0\x80 surrogate \xf4\x90\x80\x80 too big",
       "truncated \xe4\xbd",
+      "<|endoftext|> <s> </s> <unk> \xe2\x96\x81hello \xe2\x96\x81\xe2\x96\x81 spaces",
+      "the world's 123 \xc3\xbf\xc3\xbe byte-level",
   };
   std::vector<std::string> seeds;
-  // Flags 0x29 = lowercase + chinese + truncate; 0x00 = cased, no truncation; 0x69 and 0x40:
-  // the same for pairs (the texts split at a NUL: "nul\0byte" is one).
-  for (const char flags : {'\x29', '\x00', '\x3f', '\x0f', '\x69', '\x40'}) {
-    for (const char length : {'\x00', '\x02', '\x03'}) {
-      for (const auto& t : texts) seeds.push_back(std::string{flags, length} + t);
+  // Byte 0: the pipeline (bits 0-1), offsets 4, skip specials 8, truncate 32, pair 64; byte 1:
+  // max_length none, 2, 3, 16 (0..3). A pair's texts split at a NUL: "nul\0byte" is one.
+  for (const char pipeline : {0, 1, 2, 3}) {
+    for (const char flags : {'\x00', '\x24', '\x2c', '\x60', '\x44'}) {
+      for (const char length : {'\x00', '\x02', '\x03'}) {
+        for (const auto& t : texts)
+          seeds.push_back(std::string{char(flags | pipeline), length} + t);
+      }
     }
+    // The loader: the pipeline's own file, for the mutations to break.
+    seeds.push_back(std::string{'\x80', '\x00'} + PipelineJson(kPipelines[pipeline]));
   }
   return seeds;
 }

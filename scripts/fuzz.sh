@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes ember's wire decoders, WordPiece tokenizer and the gateway's HTTP request parsers
-# with libFuzzer (clang-14, ASan + UBSan), for a bounded time per target:
+# Fuzzes ember's wire decoders, tokenizer (texts and tokenizer.json files) and the gateway's
+# HTTP request parsers with libFuzzer (clang-14, ASan + UBSan), for a bounded time per target:
 #
 #   ./scripts/fuzz.sh [SECONDS_PER_TARGET]      (default 60)
 #

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Reference text embeddings for a BERT folder, computed without ember.
 
-Tokenizes each text with reference_tokenizer.py (a Python port of HF's
-BertTokenizer), runs it alone through reference_bert.py's float64 forward pass,
+Tokenizes each text with HF tokenizers' BertWordPieceTokenizer over the folder's vocab.txt
+(what transformers makes of it), runs it alone through reference_bert.py's float64 forward pass,
 mean-pools and L2-normalizes, as sentence-transformers does for
 all-MiniLM-L6-v2. The C++ cluster test compares ember's vectors with these.
 
@@ -13,10 +13,10 @@ import os
 import sys
 
 import torch
+from tokenizers import BertWordPieceTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference_bert import Ref, l2n  # noqa: E402
-from reference_tokenizer import BertTokenizer, load_vocab  # noqa: E402
 
 TEXTS = [
     "Hello, world!",
@@ -56,11 +56,11 @@ def main():
     torch.set_grad_enabled(False)
     with open(os.path.join(model_dir, "sentence_bert_config.json"), encoding="utf-8") as f:
         max_len = json.load(f)["max_seq_length"]
-    tokenizer = BertTokenizer(load_vocab(os.path.join(model_dir, "vocab.txt")))
+    tokenizer = BertWordPieceTokenizer(os.path.join(model_dir, "vocab.txt"), lowercase=True)
     ref = Ref(model_dir, torch.float64)
     ids, vectors = [], []
     for text in TEXTS:
-        seq = tokenizer.encode(text)
+        seq = tokenizer.encode(text).ids
         if len(seq) > max_len:
             seq = seq[: max_len - 1] + [seq[-1]]
         ids.append(seq)

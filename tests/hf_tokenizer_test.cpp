@@ -131,6 +131,56 @@ TEST_P(HfTokenizerParity, TruncatesAsHf) {
   EXPECT_EQ(failures, 0) << "of " << truncate["cases"].size() << " texts";
 }
 
+// Without truncation a text of exactly max_length ids passes whole and any lower limit is
+// kTooLong. Returns the failures, reporting the first few.
+int ExpectExactLimits(const Tokenizer& tokenizer, const Json& texts, const std::string& name) {
+  const std::size_t specials = tokenizer.Encode("", {}).ids.size();
+  int failures = 0, checked = 0;
+  const auto report = [&](const std::string& what) {
+    if (++failures <= 5) ADD_FAILURE() << name << ": " << what;
+  };
+  for (std::size_t i = 0; i < texts.size(); i += 7) {
+    const std::string text = texts[i];
+    const std::vector<std::int32_t> ids = tokenizer.Encode(text, {}).ids;
+    if (ids.size() <= specials + 1) continue;
+    ++checked;
+    const Encoding whole = tokenizer.Encode(text, {.truncate = false, .max_length = ids.size()});
+    if (whole.ids != ids || whole.truncated) report("text " + std::to_string(i) + " cut");
+    // Every lower limit (the model may stop at a word's end).
+    for (std::size_t limit = specials + 1; limit < ids.size() && limit <= 64; ++limit) {
+      try {
+        tokenizer.Encode(text, {.truncate = false, .max_length = limit});
+        report("text " + std::to_string(i) + ": " + std::to_string(ids.size()) +
+               " ids passed max_length " + std::to_string(limit));
+      } catch (const TokenizerError& e) {
+        if (e.code() != TokenizerErrorCode::kTooLong) report(e.what());
+      }
+    }
+  }
+  EXPECT_GT(checked, 100) << name;
+  return failures;
+}
+
+TEST_P(HfTokenizerParity, ExactlyTheLimitFitsALowerOneIsTooLong) {
+  EXPECT_EQ(ExpectExactLimits(*tokenizer_, reference_["texts"], GetParam()), 0);
+}
+
+// The same for a tokenizer that adds no special tokens (GPT-2's layout: Qwen's BPE with a
+// ByteLevel post-processor), where the model's early stop at the limit once let a longer text
+// pass cut and unmarked (found by tokenizer_fuzzer).
+TEST(HfTokenizer, ExactLimitsWithoutSpecialTokens) {
+  Json spec = Load(TestData() / "qwen" / "tokenizer.json");
+  spec["post_processor"] = {{"type", "ByteLevel"},
+                            {"add_prefix_space", false},
+                            {"trim_offsets", true},
+                            {"use_regex", false}};
+  const auto tokenizer = HfTokenizer::FromJsonText(spec.dump(), "qwen without specials");
+  ASSERT_TRUE(tokenizer->Encode("", {}).ids.empty());
+  EXPECT_EQ(ExpectExactLimits(*tokenizer, Load(TestData() / "qwen" / "reference.json")["texts"],
+                              "qwen without specials"),
+            0);
+}
+
 TEST_P(HfTokenizerParity, PairsAreHfs) {
   const auto& texts = reference_["texts"];
   const std::size_t max_length = reference_["pair_max_length"];

@@ -83,7 +83,8 @@ class ModelRunnerTest : public ::testing::Test {
     const protocol::ModelInfo info{.name = "m", .version = 1, .dim = 4};
     std::vector<std::uint64_t> answered;
     {
-      ModelRunner runner("w", info, std::move(backend), context_, kEndpoint, options);
+      ModelRunner runner("w", info, testing::Model(std::move(backend)), context_, kEndpoint,
+                         options);
       for (int r = 0; r < requests; ++r) {
         Job job;
         job.request_id = static_cast<std::uint64_t>(r + 1);
@@ -161,7 +162,7 @@ TEST_F(ModelRunnerTest, RequestsSplitOverConcurrentBatchesGetOneReplyEach) {
   EXPECT_EQ(sorted.size(), 50u);
 }
 
-// A gate a backend's Tokenize waits at (up to 5 s) for the text "slow".
+// A gate a tokenizer waits at (up to 5 s) for the text "slow".
 struct Gate {
   void Open() {
     std::lock_guard lock(mu);
@@ -173,15 +174,16 @@ struct Gate {
   bool open = false;
 };
 
-class SlowTokenizerBackend : public testing::FakeBackend {
+class SlowTokenizer : public testing::FakeTokenizer {
  public:
-  explicit SlowTokenizerBackend(std::shared_ptr<Gate> gate) : gate_(std::move(gate)) {}
-  std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
+  explicit SlowTokenizer(std::shared_ptr<Gate> gate) : gate_(std::move(gate)) {}
+  engine::Encoding Encode(std::string_view text,
+                          const engine::EncodeOptions& options) const override {
     if (text == "slow") {
       std::unique_lock lock(gate_->mu);
       gate_->cv.wait_for(lock, 5s, [&] { return gate_->open; });
     }
-    return FakeBackend::Tokenize(text, truncate);
+    return FakeTokenizer::Encode(text, options);
   }
 
  private:
@@ -209,8 +211,9 @@ TEST_F(ModelRunnerTest, ASlowTokenizationHoldsUpNoOtherRequest) {
     if (!decoded || decoded->command != protocol::Command::kReply) return std::nullopt;
     return decoded->request_id;
   };
-  ModelRunner runner("w", info, std::make_unique<SlowTokenizerBackend>(gate), context_, kEndpoint,
-                     options);
+  ModelRunner runner(
+      "w", info, {std::make_unique<SlowTokenizer>(gate), std::make_unique<testing::FakeBackend>()},
+      context_, kEndpoint, options);
   for (const auto& [id, text] : {std::pair<std::uint64_t, std::string>{1, "slow"}, {2, "fast"}}) {
     Job job;
     job.request_id = id;
@@ -225,13 +228,13 @@ TEST_F(ModelRunnerTest, ASlowTokenizationHoldsUpNoOtherRequest) {
 
 // A request with more texts than the model's queue holds could never fit: BAD_REQUEST naming
 // max-queue, before any of its texts is tokenized.
-class CountingTokenizerBackend : public testing::FakeBackend {
+class CountingTokenizer : public testing::FakeTokenizer {
  public:
-  explicit CountingTokenizerBackend(std::shared_ptr<std::atomic<int>> calls)
-      : calls_(std::move(calls)) {}
-  std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
+  explicit CountingTokenizer(std::shared_ptr<std::atomic<int>> calls) : calls_(std::move(calls)) {}
+  engine::Encoding Encode(std::string_view text,
+                          const engine::EncodeOptions& options) const override {
     ++*calls_;
-    return FakeBackend::Tokenize(text, truncate);
+    return FakeTokenizer::Encode(text, options);
   }
 
  private:
@@ -246,8 +249,10 @@ TEST_F(ModelRunnerTest, MoreTextsThanTheQueueHoldsAreRefusedUntokenized) {
   RunnerOptions options;
   options.batcher.max_queue = 4;
   const protocol::ModelInfo info{.name = "m", .version = 1, .dim = 4};
-  ModelRunner runner("w", info, std::make_unique<CountingTokenizerBackend>(calls), context_,
-                     kEndpoint, options);
+  ModelRunner runner(
+      "w", info,
+      {std::make_unique<CountingTokenizer>(calls), std::make_unique<testing::FakeBackend>()},
+      context_, kEndpoint, options);
   Job job;
   job.request_id = 7;
   job.request.model = "m";
@@ -266,18 +271,13 @@ TEST_F(ModelRunnerTest, MoreTextsThanTheQueueHoldsAreRefusedUntokenized) {
   EXPECT_EQ(calls->load(), 0);
 }
 
-// A classifier without a model: labels "no" and "yes"; a pair's ids are its two texts' bytes;
-// each sequence's logits are [where its second segment starts, its length], so the test sees
-// what reached the batch.
+// A classifier without a model: labels "no" and "yes"; a pair's ids are its two texts' bytes
+// (FakeTokenizer); each sequence's logits are [where its second segment starts, its length], so the
+// test sees what reached the batch.
 class FakeClassifier : public testing::FakeBackend {
  public:
   FakeClassifier() : FakeBackend(1, 2) {}
   const std::vector<std::string>& labels() const override { return labels_; }
-  PairIds TokenizePair(std::string_view first, std::string_view second, bool) const override {
-    PairIds pair{std::vector<std::int32_t>(first.begin(), first.end()), first.size()};
-    pair.ids.insert(pair.ids.end(), second.begin(), second.end());
-    return pair;
-  }
   std::vector<float> Embed(const engine::TokenBatch& batch) override {
     std::vector<float> out;
     for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -301,9 +301,11 @@ TEST_F(ModelRunnerTest, ScoresComeWithLabelsFromPairsAndTheirActivation) {
   RunnerOptions options;
   options.batcher.max_queue_delay = 0us;
   ModelRunner classifier("w", {.name = "c", .version = 1, .dim = 2},
-                         std::make_unique<FakeClassifier>(), context_, kEndpoint, options);
+                         testing::Model(std::make_unique<FakeClassifier>()), context_, kEndpoint,
+                         options);
   ModelRunner embedder("w", {.name = "e", .version = 1, .dim = 4},
-                       std::make_unique<testing::FakeBackend>(), context_, kEndpoint, options);
+                       testing::Model(std::make_unique<testing::FakeBackend>()), context_,
+                       kEndpoint, options);
   const auto answer = [&](ModelRunner& runner, protocol::EmbedRequest request) {
     return Answer(runner, results, std::move(request));
   };
@@ -339,8 +341,8 @@ TEST_F(ModelRunnerTest, ScoresComeWithLabelsFromPairsAndTheirActivation) {
 }
 
 // Issue 26: a kDecode request's inputs are token ids in decimal; the worker reads them and asks
-// the backend for their text, on the tokenizer thread, and refuses anything else in an input.
-class FakeDecoder : public testing::FakeBackend {
+// the tokenizer for their text, on the tokenizer thread, and refuses anything else in an input.
+class FakeDecoder : public testing::FakeTokenizer {
  public:
   std::string Decode(std::span<const std::int32_t> ids, bool skip_special) const override {
     std::string out = skip_special ? "skip" : "keep";
@@ -353,7 +355,8 @@ TEST_F(ModelRunnerTest, DecodeReadsDecimalIds) {
   zmq::socket_t results(context_, zmq::socket_type::pull);
   results.bind(kEndpoint);
   results.set(zmq::sockopt::rcvtimeo, 3'000);
-  ModelRunner runner("w", {.name = "m", .version = 1, .dim = 4}, std::make_unique<FakeDecoder>(),
+  ModelRunner runner("w", {.name = "m", .version = 1, .dim = 4},
+                     {std::make_unique<FakeDecoder>(), std::make_unique<testing::FakeBackend>()},
                      context_, kEndpoint, RunnerOptions{});
   const auto answer = [&](std::vector<std::string> inputs, bool skip) {
     protocol::EmbedRequest request{.model = "m", .inputs = std::move(inputs)};

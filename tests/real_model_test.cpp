@@ -2,7 +2,7 @@
 // scripts/real_model.py) against the real peers, on 240 varied texts: English, accents in NFC and
 // NFD, CJK, emoji, mixed scripts, texts of 600 to 12,000 tokens, strings that normalise to
 // nothing, and seeded random mixes (scripts/reference_sentence_transformers.py).
-//   * Token ids: ember's backend, opened as the worker opens it, gives exactly the ids of HF
+//   * Token ids: ember's tokenizer, opened as the worker opens it, gives exactly the ids of HF
 //     `tokenizers` (the Rust tokenizer, truncated to the folder's max_seq_length of 256).
 //   * Vectors: a real router and worker serving the folder give sentence-transformers' own
 //     `encode` (fp32) to 1e-5 in every component, with requests of mixed sizes so that texts of
@@ -69,10 +69,11 @@ TEST(RealModelTest, ReferenceCoversTheCorpus) {
 
 TEST(RealModelTest, TokenIdsEqualHfTokenizers) {
   const Reference& ref = LoadReference();
-  const auto backend = engine::LoadBackend(EMBER_MINILM_REAL_DIR, {.threads = 1});
+  const engine::Model model = engine::LoadModel(EMBER_MINILM_REAL_DIR, {.threads = 1});
   int mismatches = 0;
   for (std::size_t i = 0; i < ref.texts.size(); ++i) {
-    const std::vector<std::int32_t> ids = backend->Tokenize(ref.texts[i], /*truncate=*/true);
+    const std::vector<std::int32_t> ids =
+        model.tokenizer->Encode(ref.texts[i], {.max_length = model.backend->max_length()}).ids;
     if (ids != ref.ids[i] && ++mismatches <= 5) {
       ADD_FAILURE() << "text " << i << " " << Quoted(ref.texts[i]) << ": ember " << ids.size()
                     << " ids, HF tokenizers " << ref.ids[i].size() << " ids"

@@ -1,5 +1,5 @@
 // The simulated runtime (engine/simulated/simulated_backend.h), opened as the worker opens it
-// (LoadBackend with backend "simulated"): the folder's real tokenizer, a forward that takes at
+// (LoadModel with backend "simulated"): the folder's real tokenizer, a forward that takes at
 // least the time it is told, unit vectors that follow the ids, and its parameters checked; and
 // served by a real worker from a repository version, as bench/worker_cpu.sh serves it.
 #include "engine/simulated/simulated_backend.h"
@@ -16,7 +16,7 @@
 #include "client/async_client.h"
 #include "common/error_code.h"
 #include "engine/backend_factory.h"
-#include "engine/tokenizer/wordpiece_tokenizer.h"
+#include "engine/tokenizer/hf_tokenizer.h"
 #include "tests/cluster.h"
 #include "tests/temp_dir.h"
 
@@ -25,37 +25,43 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::unique_ptr<Backend> Open(std::map<std::string, std::string> params) {
+Model Open(std::map<std::string, std::string> params) {
   BackendParams p;
   for (auto& [k, v] : params) p.Set(k, v);
-  return LoadBackend(EMBER_MINILM_DIR, BackendOptions{.backend = "simulated", .params = p});
+  return LoadModel(EMBER_MINILM_DIR, BackendOptions{.backend = "simulated", .params = p});
+}
+
+std::vector<std::int32_t> Ids(const Model& model, std::string_view text, bool truncate = true) {
+  return model.tokenizer
+      ->Encode(text, {.truncate = truncate, .max_length = model.backend->max_length()})
+      .ids;
 }
 
 TEST(SimulatedBackend, TokenizesAsTheFoldersTokenizer) {
-  const auto backend = Open({{"max-length", "16"}});
-  const auto tokenizer = WordPieceTokenizer::FromDirectory(EMBER_MINILM_DIR);
+  const Model model = Open({{"max-length", "16"}});
+  EXPECT_EQ(model.backend->max_length(), 16u);
+  const auto tokenizer = HfTokenizer::FromDirectory(EMBER_MINILM_DIR);
   for (const std::string text : {"Hello, world!", "Café au lait: déjà vu.", "ember"}) {
-    EXPECT_EQ(backend->Tokenize(text, true), tokenizer.Encode(text, true, 16).ids) << text;
+    EXPECT_EQ(Ids(model, text), tokenizer->Encode(text, {.max_length = 16}).ids) << text;
   }
   const std::string long_text(200, 'a');
-  EXPECT_EQ(backend->Tokenize(long_text + " " + long_text + " b c d e f g h i j k l m n o p", true)
-                .size(),
-            16u);
+  EXPECT_EQ(Ids(model, long_text + " " + long_text + " b c d e f g h i j k l m n o p").size(), 16u);
   try {
-    backend->Tokenize("a b c d e f g h i j k l m n o p q r s t", false);
+    Ids(model, "a b c d e f g h i j k l m n o p q r s t", false);
     ADD_FAILURE() << "a text over max-length passed untruncated";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kTooLong) << e.what();
+  } catch (const TokenizerError& e) {
+    EXPECT_EQ(e.code(), TokenizerErrorCode::kTooLong) << e.what();
   }
 }
 
 TEST(SimulatedBackend, TakesItsTimeAndGivesUnitVectorsOfItsIds) {
-  const auto backend = Open({{"dim", "8"}, {"batch-us", "20000"}, {"token-ns", "100000"}});
+  const Model model = Open({{"dim", "8"}, {"batch-us", "20000"}, {"token-ns", "100000"}});
+  Backend* backend = model.backend.get();
   EXPECT_EQ(backend->dim(), 8);
   EXPECT_EQ(backend->batches_in_flight(), 2);
   EXPECT_FALSE(backend->pads());
-  const auto a = backend->Tokenize("the quick brown fox", true);
-  const auto b = backend->Tokenize("jumps over the lazy dog again", true);
+  const auto a = Ids(model, "the quick brown fox");
+  const auto b = Ids(model, "jumps over the lazy dog again");
   const TokenBatch batch = TokenBatch::Of({a, b, a});
   const auto start = Clock::now();
   const std::vector<float> out = backend->Embed(batch);
@@ -75,7 +81,7 @@ TEST(SimulatedBackend, TakesItsTimeAndGivesUnitVectorsOfItsIds) {
 }
 
 TEST(SimulatedBackend, ParametersAreChecked) {
-  EXPECT_EQ(Open({{"batches-in-flight", "3"}})->batches_in_flight(), 3);
+  EXPECT_EQ(Open({{"batches-in-flight", "3"}}).backend->batches_in_flight(), 3);
   for (const auto& [key, value] : std::map<std::string, std::string>{
            {"dim", "0"}, {"batch-us", "-1"}, {"token-ns", "x"}, {"precision", "fp16"}}) {
     try {

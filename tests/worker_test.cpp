@@ -64,7 +64,7 @@ class WorkerHarness {
       if (std::ranges::find(gated, spec.version) != gated.end()) {
         if (!gate_.Wait(30s)) throw std::runtime_error("test gate never opened");
       }
-      return std::make_unique<FakeBackend>(static_cast<float>(spec.version));
+      return Model(std::make_unique<FakeBackend>(static_cast<float>(spec.version)));
     };
     worker::WorkerOptions options;
     options.routers = endpoints_;

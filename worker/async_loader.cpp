@@ -69,7 +69,7 @@ void AsyncLoader::Loop(zmq::context_t& context, const std::string& endpoint) {
                  result.spec.path.string());
     try {
       WeightsFromMmap mmap_weights;
-      result.backend = load_(result.spec);
+      result.model = load_(result.spec);
     } catch (const Error& e) {
       result.code = e.code();
       result.error = e.what();
@@ -80,9 +80,10 @@ void AsyncLoader::Loop(zmq::context_t& context, const std::string& endpoint) {
     }
     result.took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
-    if (result.backend) {
+    if (result.model.backend) {
       spdlog::info("model {} version {} loaded in {} ms ({} MiB)", result.spec.name,
-                   result.spec.version, result.took.count(), result.backend->memory_bytes() >> 20);
+                   result.spec.version, result.took.count(),
+                   result.model.backend->memory_bytes() >> 20);
     } else {
       spdlog::error("model {} version {} failed to load: {}", result.spec.name, result.spec.version,
                     result.error);

@@ -20,14 +20,14 @@
 #include <zmq.hpp>
 
 #include "common/error_code.h"
-#include "engine/backend.h"
+#include "engine/model.h"
 #include "worker/model_repository.h"
 
 namespace ember::worker {
 
 struct LoadResult {
   ModelSpec spec;
-  std::unique_ptr<engine::Backend> backend;  // null when the load failed
+  engine::Model model;  // its backend null when the load failed
   ErrorCode code = ErrorCode::kInternal;
   std::string error;
   std::chrono::milliseconds took{0};
@@ -35,8 +35,8 @@ struct LoadResult {
 
 class AsyncLoader {
  public:
-  // Opens and warms a backend; throws on failure.
-  using LoadFn = std::function<std::unique_ptr<engine::Backend>(const ModelSpec&)>;
+  // Opens and warms a version (its tokenizer and backend); throws on failure.
+  using LoadFn = std::function<engine::Model(const ModelSpec&)>;
 
   // After each load the thread pushes one empty message to `wake_endpoint`
   // (an inproc endpoint in `context`, bound by the caller): the cue to call

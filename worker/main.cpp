@@ -77,15 +77,16 @@ int main(int argc, char** argv) {
     }
     source.startup = worker::StartupLoads(*source.repository, config.load);
     source.load = [](const worker::ModelSpec& spec) {
-      auto backend = ember::engine::LoadBackend(spec.path, spec.load);
-      ember::engine::WarmUp(*backend);
+      ember::engine::Model model = ember::engine::LoadModel(spec.path, spec.load);
+      ember::engine::WarmUp(model);
+      const ember::engine::Backend& backend = *model.backend;
       spdlog::info(
           "model {} version {} ready: dim {}, batches of up to {} texts / {} {} tokens, "
           "delay {} us",
-          spec.name, spec.version, backend->dim(), spec.batcher.max_batch_size,
-          spec.batcher.max_batch_tokens, backend->pads() ? "padded" : "real",
+          spec.name, spec.version, backend.dim(), spec.batcher.max_batch_size,
+          spec.batcher.max_batch_tokens, backend.pads() ? "padded" : "real",
           spec.batcher.max_queue_delay.count());
-      return backend;
+      return model;
     };
     worker::Worker worker(options, std::move(source));
     worker.Run(shutdown.flag());

@@ -55,7 +55,7 @@ struct VersionPolicy {
 struct ModelSpec {
   std::string name;
   std::uint32_t version = 0;
-  std::filesystem::path path;  // what engine::LoadBackend opens
+  std::filesystem::path path;  // what engine::LoadModel opens
   engine::BackendOptions load;
   BatcherOptions batcher;  // max_batch_size and max_batch_tokens resolved (never 0)
 };

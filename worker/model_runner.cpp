@@ -9,15 +9,17 @@
 #include "common/thread_name.h"
 #include "engine/pooling.h"
 #include "engine/scores.h"
+#include "engine/tokenizer/tokenizer_error_code.h"
 
 namespace ember::worker {
 
-ModelRunner::ModelRunner(std::string worker_id, protocol::ModelInfo info,
-                         std::unique_ptr<engine::Backend> backend, zmq::context_t& context,
-                         std::string results_endpoint, RunnerOptions options)
+ModelRunner::ModelRunner(std::string worker_id, protocol::ModelInfo info, engine::Model model,
+                         zmq::context_t& context, std::string results_endpoint,
+                         RunnerOptions options)
     : worker_id_(std::move(worker_id)),
       info_(std::move(info)),
-      backend_(std::move(backend)),
+      tokenizer_(std::move(model.tokenizer)),
+      backend_(std::move(model.backend)),
       slowdown_(std::max(options.slowdown, 1.0)),
       // No pool given: one without threads, which runs each task on the thread that submits.
       tokenizers_(options.tokenizers ? std::move(options.tokenizers)
@@ -177,6 +179,12 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
     prompt = it->second;
   }
   const auto& pairs = job.request.text_pairs;  // the decoder checked: none, or one per input
+  if (!pairs.empty() && backend_->labels().empty()) {
+    return Outcome{job.request_id,
+                   ErrorCode::kBadRequest,
+                   "model '" + info_.name + "' embeds single texts; it takes no pairs",
+                   {}};
+  }
   request->ids.reserve(inputs.size());
   request->tokens.reserve(inputs.size());
   if (!pairs.empty()) request->seconds.reserve(inputs.size());
@@ -186,10 +194,9 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
       if (!prompt.empty()) prompted.assign(prompt).append(inputs[i]);
       const std::string_view text = prompt.empty() ? std::string_view(inputs[i]) : prompted;
       if (pairs.empty()) {
-        request->ids.push_back(backend_->Tokenize(text, job.request.truncate));
+        request->ids.push_back(Ids(text, job.request.truncate));
       } else {
-        engine::Backend::PairIds pair =
-            backend_->TokenizePair(text, pairs[i], job.request.truncate);
+        engine::Encoding pair = Pair(text, pairs[i], job.request.truncate);
         request->ids.push_back(std::move(pair.ids));
         request->seconds.push_back(static_cast<std::uint32_t>(pair.second_start));
       }
@@ -207,6 +214,25 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
   return std::nullopt;
 }
 
+std::vector<std::int32_t> ModelRunner::Ids(std::string_view text, bool truncate) const {
+  try {
+    return tokenizer_->Encode(text, {.truncate = truncate, .max_length = backend_->max_length()})
+        .ids;
+  } catch (const engine::TokenizerError& e) {
+    throw Error(engine::ErrorCodeOf(e), e.what());
+  }
+}
+
+engine::Encoding ModelRunner::Pair(std::string_view first, std::string_view second,
+                                   bool truncate) const {
+  try {
+    return tokenizer_->EncodePair(first, second,
+                                  {.truncate = truncate, .max_length = backend_->max_length()});
+  } catch (const engine::TokenizerError& e) {
+    throw Error(engine::ErrorCodeOf(e), e.what());
+  }
+}
+
 protocol::EmbedReply ModelRunner::ReplyTo(const Job& job) const {
   protocol::EmbedReply reply;
   reply.model = info_.name;
@@ -220,12 +246,24 @@ ModelRunner::Outcome ModelRunner::Tokenized(const Job& job) const {
   protocol::EmbedReply reply = ReplyTo(job);
   for (std::size_t i = 0; i < job.request.inputs.size(); ++i) {
     try {
-      engine::Backend::TextTokens t =
-          backend_->TokenizeWithOffsets(job.request.inputs[i], job.request.truncate);
-      reply.tokens.push_back(static_cast<std::uint32_t>(t.ids.size()));
-      reply.token_ids.insert(reply.token_ids.end(), t.ids.begin(), t.ids.end());
-      std::move(t.pieces.begin(), t.pieces.end(), std::back_inserter(reply.token_pieces));
-      reply.token_spans.insert(reply.token_spans.end(), t.spans.begin(), t.spans.end());
+      // Cut to the model's limit as embeddings are; each id with its vocabulary entry and the
+      // bytes of the text it came from ({0, 0}: a special token the tokenizer added).
+      const engine::Encoding e =
+          tokenizer_->Encode(job.request.inputs[i], {.truncate = job.request.truncate,
+                                                     .max_length = backend_->max_length(),
+                                                     .offsets = true});
+      reply.tokens.push_back(static_cast<std::uint32_t>(e.ids.size()));
+      reply.token_ids.insert(reply.token_ids.end(), e.ids.begin(), e.ids.end());
+      for (std::size_t k = 0; k < e.ids.size(); ++k) {
+        reply.token_pieces.emplace_back(tokenizer_->IdToToken(e.ids[k]));
+        reply.token_spans.push_back(e.spans[k].start);
+        reply.token_spans.push_back(e.spans[k].stop);
+      }
+    } catch (const engine::TokenizerError& e) {
+      return Outcome{job.request_id,
+                     engine::ErrorCodeOf(e),
+                     "input " + std::to_string(i) + ": " + e.what(),
+                     {}};
     } catch (const Error& e) {
       return Outcome{job.request_id, e.code(), "input " + std::to_string(i) + ": " + e.what(), {}};
     } catch (const std::exception& e) {
@@ -259,7 +297,12 @@ ModelRunner::Outcome ModelRunner::Decoded(const Job& job) const {
       at = stop;
     }
     try {
-      reply.texts.push_back(backend_->Decode(ids, job.request.skip_special_tokens));
+      reply.texts.push_back(tokenizer_->Decode(ids, job.request.skip_special_tokens));
+    } catch (const engine::TokenizerError& e) {
+      return Outcome{job.request_id,
+                     ErrorCode::kBadRequest,
+                     "input " + std::to_string(i) + ": " + e.what(),
+                     {}};
     } catch (const Error& e) {
       return Outcome{job.request_id, e.code(), "input " + std::to_string(i) + ": " + e.what(), {}};
     }

@@ -37,7 +37,7 @@
 
 #include "common/error_code.h"
 #include "common/messages.h"
-#include "engine/backend.h"
+#include "engine/model.h"
 #include "worker/batcher.h"
 #include "worker/tokenizer_pool.h"
 
@@ -64,9 +64,8 @@ struct RunnerOptions {
 class ModelRunner {
  public:
   // `results_endpoint` is an inproc endpoint in `context` bound by the caller.
-  ModelRunner(std::string worker_id, protocol::ModelInfo info,
-              std::unique_ptr<engine::Backend> backend, zmq::context_t& context,
-              std::string results_endpoint, RunnerOptions options);
+  ModelRunner(std::string worker_id, protocol::ModelInfo info, engine::Model model,
+              zmq::context_t& context, std::string results_endpoint, RunnerOptions options);
   ~ModelRunner();  // answers what is queued, then joins the threads
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
@@ -118,6 +117,10 @@ class ModelRunner {
   // kDecode job's answer (Tokenized, Decoded), which never reaches the batcher.
   std::optional<Outcome> Admit(Job& job, Request* request);
   Outcome Tokenized(const Job& job) const;
+  // A text's ids, special tokens added, cut to (or, without `truncate`, refused past) the
+  // model's limit; a pair's with its second segment. Tokenizer errors become ember::Error.
+  std::vector<std::int32_t> Ids(std::string_view text, bool truncate) const;
+  engine::Encoding Pair(std::string_view first, std::string_view second, bool truncate) const;
   Outcome Decoded(const Job& job) const;
   // A reply to `job` naming this version and worker, with a place for each of its inputs.
   protocol::EmbedReply ReplyTo(const Job& job) const;
@@ -151,6 +154,7 @@ class ModelRunner {
 
   const std::string worker_id_;
   const protocol::ModelInfo info_;
+  const std::unique_ptr<const engine::Tokenizer> tokenizer_;
   const std::unique_ptr<engine::Backend> backend_;
   const double slowdown_;
   const std::shared_ptr<TokenizerPool> tokenizers_;

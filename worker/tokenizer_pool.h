@@ -2,8 +2,8 @@
 // is handed here, and the task that tokenizes it also queues its texts for batching, so texts
 // are tokenized on several cores at once (TEI runs one tokenizer worker per core) and no
 // scheduler ever waits for a tokenizer. On one thread, or on the scheduler's, tokenization caps
-// a GPU worker far below what its GPU can embed (issue 24). Backend::Tokenize is thread-safe,
-// which this needs.
+// a GPU worker far below what its GPU can embed (issue 24). A model's Tokenizer is thread-safe
+// (engine/tokenizer/tokenizer.h), which this needs.
 #ifndef EMBER_WORKER_TOKENIZER_POOL_H_
 #define EMBER_WORKER_TOKENIZER_POOL_H_
 

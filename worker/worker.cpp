@@ -288,14 +288,14 @@ void Worker::FinishLoads() {
   for (LoadResult& done : loader_->TakeDone()) {
     const ModelKey key{done.spec.name, done.spec.version};
     LoadOutcome outcome{.key = key,
-                        .ok = done.backend != nullptr,
+                        .ok = done.model.backend != nullptr,
                         .code = done.code,
                         .error = done.error,
                         .took = done.took};
-    if (done.backend) {
-      outcome.dim = static_cast<std::uint32_t>(done.backend->dim());
-      outcome.memory_bytes = done.backend->memory_bytes();
-      loaded_[key] = {std::move(done.backend), std::move(done.spec.batcher)};
+    if (done.model.backend) {
+      outcome.dim = static_cast<std::uint32_t>(done.model.backend->dim());
+      outcome.memory_bytes = done.model.backend->memory_bytes();
+      loaded_[key] = {std::move(done.model), std::move(done.spec.batcher)};
     }
     Apply(lifecycle_.LoadFinished(outcome));
     loaded_.erase(key);  // not served after all (the version went away meanwhile)
@@ -312,19 +312,19 @@ void Worker::Apply(Effects effects) {
   for (const ModelKey& key : effects.serve) {
     auto loaded = loaded_.find(key);
     if (loaded == loaded_.end()) continue;
-    auto& [backend, batcher] = loaded->second;
+    auto& [model, batcher] = loaded->second;
+    const engine::Backend& backend = *model.backend;
     RunnerOptions runner{.batcher = std::move(batcher),
                          .tokenizers = tokenizers_,
                          .slowdown = options_.slowdown,
                          .batches_in_flight = options_.batches_in_flight > 0
                                                   ? options_.batches_in_flight
-                                                  : backend->batches_in_flight()};
+                                                  : backend.batches_in_flight()};
     // The backend says whether padding costs it compute: the token budget follows.
-    runner.batcher.padded = backend->pads();
-    const protocol::ModelInfo info{.name = key.first,
-                                   .version = key.second,
-                                   .dim = static_cast<std::uint32_t>(backend->dim())};
-    runners_[key] = std::make_unique<ModelRunner>(options_.id, info, std::move(backend), context_,
+    runner.batcher.padded = backend.pads();
+    const protocol::ModelInfo info{
+        .name = key.first, .version = key.second, .dim = static_cast<std::uint32_t>(backend.dim())};
+    runners_[key] = std::make_unique<ModelRunner>(options_.id, info, std::move(model), context_,
                                                   kResultsEndpoint, std::move(runner));
     loaded_.erase(loaded);
   }

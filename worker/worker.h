@@ -71,7 +71,7 @@ struct ModelSource {
   std::unique_ptr<ModelRepository> repository;  // null: nothing can be loaded
   // (model, version) to load as soon as the worker runs.
   std::vector<std::pair<std::string, std::uint32_t>> startup;
-  // Opens and warms a version (engine::LoadBackend + WarmUp in ember-worker); a parameter so
+  // Opens and warms a version (engine::LoadModel + WarmUp in ember-worker); a parameter so
   // that serving code stays free of the engine.
   AsyncLoader::LoadFn load;
 };
@@ -130,7 +130,7 @@ class Worker {
   std::map<ModelKey, std::unique_ptr<ModelRunner>> runners_;  // serving and draining versions
   // A finished load, until the lifecycle says to serve (or drop) it.
   struct LoadedVersion {
-    std::unique_ptr<engine::Backend> backend;
+    engine::Model model;
     BatcherOptions batcher;
   };
   std::map<ModelKey, LoadedVersion> loaded_;

@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     if (torchscript.empty()) {
       bert = ew::BertModel::Load(model, opt);
     } else {
-      script = ew::LoadTorchScriptBackend(torchscript, {.threads = threads});
+      script = ew::LoadTorchScript(torchscript, {.threads = threads}).backend;
     }
     const std::string path = !torchscript.empty() ? "torchscript" : aten ? "aten" : "fused";
     auto embed = [&](const std::vector<std::vector<int32_t>>& ids) {

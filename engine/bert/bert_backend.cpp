@@ -4,18 +4,15 @@
 
 #include "common/error_code.h"
 #include "engine/bert/bert_config.h"
-#include "engine/tokenizer/tokenizer_error_code.h"
-#include "engine/tokenizer/wordpiece_tokenizer.h"
 
 namespace ember::engine {
 namespace {
 
 class BertBackend final : public Backend {
  public:
-  BertBackend(WordPieceTokenizer tokenizer, std::unique_ptr<BertModel> model,
-              std::size_t max_length, bool matryoshka, Prompts prompts)
-      : tokenizer_(std::move(tokenizer)),
-        model_(std::move(model)),
+  BertBackend(std::unique_ptr<BertModel> model, std::size_t max_length, bool matryoshka,
+              Prompts prompts)
+      : model_(std::move(model)),
         max_length_(max_length),
         matryoshka_(matryoshka),
         prompts_(std::move(prompts)) {}
@@ -30,70 +27,13 @@ class BertBackend final : public Backend {
   bool matryoshka() const override { return matryoshka_; }
   bool normalizes() const override { return model_->normalize(); }
   const Prompts& prompts() const override { return prompts_; }
-
-  // The tokenizer's own limit may exceed the model's (512 vs a sentence-transformers
-  // max_seq_length of 256): truncating, the tokenizer stops at the model's (no piece past it is
-  // made); not truncating, a text over it is TOO_LONG, naming its length.
-  std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
-    std::vector<std::int32_t> ids;
-    try {
-      ids = tokenizer_.Encode(text, truncate, truncate ? max_length_ : 0).ids;
-    } catch (const TokenizerError& e) {
-      throw Error(ErrorCodeOf(e), e.what());
-    }
-    if (ids.size() > max_length_) {
-      throw Error(ErrorCode::kTooLong, "text has " + std::to_string(ids.size()) +
-                                           " tokens; the model takes at most " +
-                                           std::to_string(max_length_));
-    }
-    return ids;
-  }
-
   const std::vector<std::string>& labels() const override { return model_->labels(); }
-
-  // Cut as HF tokenizers cut a pair ("longest_first") to the model's limit.
-  PairIds TokenizePair(std::string_view first, std::string_view second,
-                       bool truncate) const override {
-    if (model_->labels().empty()) return Backend::TokenizePair(first, second, truncate);
-    try {
-      PairEncoding pair = tokenizer_.EncodePair(first, second, truncate, max_length_);
-      return PairIds{std::move(pair.ids), pair.second_start};
-    } catch (const TokenizerError& e) {
-      throw Error(ErrorCodeOf(e), e.what());
-    }
-  }
-
-  std::string Decode(std::span<const std::int32_t> ids, bool skip_special) const override {
-    try {
-      return tokenizer_.Decode(ids, skip_special);
-    } catch (const TokenizerError& e) {
-      throw Error(ErrorCode::kBadRequest, e.what());
-    }
-  }
-
-  // Cut to the model's limit as Tokenize cuts.
-  TextTokens TokenizeWithOffsets(std::string_view text, bool truncate) const override {
-    try {
-      OffsetEncoding e = tokenizer_.EncodeWithOffsets(text, truncate, max_length_);
-      TextTokens out;
-      out.pieces.reserve(e.ids.size());
-      out.spans.reserve(2 * e.ids.size());
-      for (std::size_t i = 0; i < e.ids.size(); ++i) {
-        out.pieces.emplace_back(tokenizer_.IdToToken(e.ids[i]));
-        out.spans.push_back(e.spans[i].start);
-        out.spans.push_back(e.spans[i].stop);
-      }
-      out.ids = std::move(e.ids);
-      return out;
-    } catch (const TokenizerError& e) {
-      throw Error(ErrorCodeOf(e), e.what());
-    }
-  }
+  std::size_t max_length() const override { return max_length_; }
+  std::size_t vocab_size() const override { return static_cast<std::size_t>(model_->vocab_size()); }
 
   std::vector<float> Embed(const TokenBatch& batch) override { return model_->Embed(batch); }
 
  private:
-  WordPieceTokenizer tokenizer_;
   std::unique_ptr<BertModel> model_;
   std::size_t max_length_;
   bool matryoshka_;
@@ -129,14 +69,6 @@ BertLoad ParseBertParams(BackendParams params, std::string device, int threads) 
     // Whether the device can run it is the load's to say (BertModel::Load names the reason).
     load.model.precision = *parsed;
   }
-  if (const auto rule = params.TakeString("lowercase")) {
-    if (*rule == "per-word") {
-      load.lowercase = LowercaseRule::kPerWord;
-    } else if (*rule != "per-character") {
-      throw Error(ErrorCode::kBadRequest,
-                  "lowercase = \"" + *rule + "\": expected per-character or per-word");
-    }
-  }
   if (const auto encoder = params.TakeString("encoder")) {
     if (*encoder == "aten") {
       load.model.fused = false;
@@ -162,19 +94,7 @@ BertLoad ParseBertParams(BackendParams params, std::string device, int threads) 
 
 std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir, const BertLoad& load) {
   auto model = BertModel::Load(dir, load.model);
-  WordPieceTokenizer tokenizer = [&] {
-    try {
-      return WordPieceTokenizer::FromDirectory(dir).WithLowercaseRule(load.lowercase);
-    } catch (const std::exception& e) {
-      throw std::runtime_error("model '" + dir.string() + "': tokenizer: " + e.what());
-    }
-  }();
   std::size_t max_length = load.max_length;
-  if (tokenizer.vocab_size() > static_cast<std::size_t>(model->vocab_size())) {
-    throw std::runtime_error("model '" + dir.string() + "': tokenizer has " +
-                             std::to_string(tokenizer.vocab_size()) + " tokens but the model " +
-                             std::to_string(model->vocab_size()));
-  }
   // At least [CLS] and [SEP]; never above what the model accepts.
   const auto model_max = static_cast<std::size_t>(model->max_length());
   if (max_length == 0 || max_length > model_max) max_length = model_max;
@@ -190,9 +110,8 @@ std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir, const
     throw std::runtime_error("model '" + dir.string() + "': the default prompt '" +
                              prompts.default_name + "' is not one of its prompts");
   }
-  return std::make_unique<BertBackend>(std::move(tokenizer), std::move(model), max_length,
-                                       load.matryoshka.value_or(st.truncate_dim),
-                                       std::move(prompts));
+  return std::make_unique<BertBackend>(
+      std::move(model), max_length, load.matryoshka.value_or(st.truncate_dim), std::move(prompts));
 }
 
 }  // namespace ember::engine

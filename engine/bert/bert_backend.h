@@ -1,6 +1,6 @@
 // A Backend for BERT-family text encoders in HuggingFace / sentence-transformers folders: the
-// WordPiece tokenizer (vocab.txt or tokenizer.json) feeding the LibTorch BertModel. Free of
-// LibTorch includes.
+// LibTorch BertModel with the folder's serving settings (its limit, prompts, Matryoshka). The
+// folder's tokenizer is opened beside it (engine/backend_factory.h). Free of LibTorch includes.
 #ifndef EMBER_ENGINE_BERT_BERT_BACKEND_H_
 #define EMBER_ENGINE_BERT_BERT_BACKEND_H_
 
@@ -13,14 +13,12 @@
 #include "engine/backend.h"
 #include "engine/backend_params.h"
 #include "engine/bert/bert_model.h"
-#include "engine/tokenizer/wordpiece_tokenizer.h"
 
 namespace ember::engine {
 
 struct BertLoad {
   BertOptions model;
   std::size_t max_length = 0;  // > 0: caps tokens per text below the model's own limit
-  LowercaseRule lowercase = LowercaseRule::kPerCharacter;  // for uncased tokenizers
   // Backend::matryoshka: `matryoshka = true | false`; unset, whether the folder's
   // config_sentence_transformers.json has sentence-transformers' truncate_dim.
   std::optional<bool> matryoshka = std::nullopt;
@@ -32,7 +30,6 @@ struct BertLoad {
 // The bert backend's parameters (a model version's config.toml, docs/models.md):
 //   pooling = "auto" | "mean" | "cls"      normalize = true | false
 //   max-length = N (2..1000000)            precision = "fp32" | "bf16" | "fp16" | "int8"
-//   lowercase = "per-character" | "per-word"
 //   encoder = "fused" | "aten"             the device's packed encoder (default) or the ATen
 //                                          forward (BertOptions::fused)
 //   cuda-layernorm = "warp" | "block"      BertOptions::cuda_warp_layernorm (warp: default)
@@ -41,14 +38,13 @@ struct BertLoad {
 //                                          folder's default_prompt_name)
 // Throws ember::Error (BAD_REQUEST) for a bad value or an unknown key.
 inline constexpr char kBertParams[] =
-    "pooling, normalize, max-length, precision, lowercase, encoder, cuda-layernorm, matryoshka, "
+    "pooling, normalize, max-length, precision, encoder, cuda-layernorm, matryoshka, "
     "default-prompt-name";
 BertLoad ParseBertParams(BackendParams params, std::string device, int threads);
 
-// Loads `dir` (config.json, model.safetensors, vocab.txt or tokenizer.json, optional
-// sentence-transformers files: pooling, Normalize, and config_sentence_transformers.json's
-// prompts, default_prompt_name and truncate_dim). Throws std::runtime_error naming what is missing
-// or wrong.
+// Loads `dir` (config.json, model.safetensors, optional sentence-transformers files: pooling,
+// Normalize, and config_sentence_transformers.json's prompts, default_prompt_name and
+// truncate_dim). Throws std::runtime_error naming what is missing or wrong.
 std::unique_ptr<Backend> LoadBertBackend(const std::filesystem::path& dir, const BertLoad& load);
 
 }  // namespace ember::engine

@@ -4,10 +4,6 @@
 #include <cmath>
 #include <thread>
 
-#include "common/error_code.h"
-#include "engine/tokenizer/tokenizer_error_code.h"
-#include "engine/tokenizer/wordpiece_tokenizer.h"
-
 namespace ember::engine {
 namespace {
 
@@ -21,21 +17,14 @@ struct SimulatedParams {
 
 class SimulatedBackend final : public Backend {
  public:
-  SimulatedBackend(WordPieceTokenizer tokenizer, SimulatedParams params)
-      : tokenizer_(std::move(tokenizer)), params_(params) {}
+  explicit SimulatedBackend(SimulatedParams params) : params_(params) {}
 
   std::int64_t dim() const override { return params_.dim; }
   bool pads() const override { return false; }  // as the packing CUDA encoder
   int batches_in_flight() const override { return params_.batches_in_flight; }
   bool normalizes() const override { return true; }
 
-  std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
-    try {
-      return tokenizer_.Encode(text, truncate, params_.max_length).ids;
-    } catch (const TokenizerError& e) {
-      throw Error(ErrorCodeOf(e), e.what());
-    }
-  }
+  std::size_t max_length() const override { return params_.max_length; }
 
   std::vector<float> Embed(const TokenBatch& batch) override {
     const auto done = std::chrono::steady_clock::now() + params_.batch +
@@ -64,14 +53,12 @@ class SimulatedBackend final : public Backend {
   }
 
  private:
-  const WordPieceTokenizer tokenizer_;
   const SimulatedParams params_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> LoadSimulatedBackend(const std::filesystem::path& dir,
-                                              BackendParams params) {
+std::unique_ptr<Backend> LoadSimulatedBackend(BackendParams params) {
   SimulatedParams p;
   if (const auto v = params.TakeInt("dim", 1, 65536)) p.dim = *v;
   if (const auto v = params.TakeInt("batch-us", 0, 10'000'000)) {
@@ -87,11 +74,7 @@ std::unique_ptr<Backend> LoadSimulatedBackend(const std::filesystem::path& dir,
     p.max_length = static_cast<std::size_t>(*v);
   }
   params.RejectUnused("simulated", "dim, batch-us, token-ns, batches-in-flight, max-length");
-  try {
-    return std::make_unique<SimulatedBackend>(WordPieceTokenizer::FromDirectory(dir), p);
-  } catch (const TokenizerError& e) {
-    throw std::runtime_error("model '" + dir.string() + "': " + e.what());
-  }
+  return std::make_unique<SimulatedBackend>(p);
 }
 
 }  // namespace ember::engine

@@ -1,6 +1,7 @@
 // A runtime without a model, to measure the serving path at a GPU's rate on any machine
-// (bench/worker_cpu.sh). It tokenizes with the folder's real WordPiece tokenizer (vocab.txt or
-// tokenizer.json), and its forward only takes the time a device would: batch-us per batch plus
+// (bench/worker_cpu.sh). The worker tokenizes with the folder's real tokenizer (tokenizer.json or
+// vocab.txt; engine/backend_factory.h opens it), and this forward only takes the time a device
+// would: batch-us per batch plus
 // token-ns per token, the calling thread asleep meanwhile, as a worker's inference thread is
 // while a GPU computes. It returns unit vectors of `dim` floats that depend on each sequence's
 // ids. So the worker's own CPU per text (tokenize, batch, copy out, reply, send) shows at the
@@ -16,7 +17,6 @@
 #ifndef EMBER_ENGINE_SIMULATED_SIMULATED_BACKEND_H_
 #define EMBER_ENGINE_SIMULATED_SIMULATED_BACKEND_H_
 
-#include <filesystem>
 #include <memory>
 
 #include "engine/backend.h"
@@ -24,10 +24,8 @@
 
 namespace ember::engine {
 
-// Throws ember::Error (BAD_REQUEST) for a bad or unknown parameter, std::runtime_error when the
-// folder has no tokenizer.
-std::unique_ptr<Backend> LoadSimulatedBackend(const std::filesystem::path& dir,
-                                              BackendParams params);
+// Throws ember::Error (BAD_REQUEST) for a bad or unknown parameter.
+std::unique_ptr<Backend> LoadSimulatedBackend(BackendParams params);
 
 }  // namespace ember::engine
 

@@ -129,6 +129,22 @@ std::size_t CheckedBudget(std::size_t limit, std::size_t added) {
   return limit == 0 ? 0 : limit - added;
 }
 
+// Marks the BertNormalizers of `normalizer` (and of its Sequences) that lowercase to do so per
+// word (their "final_sigma", which only ember reads); returns whether there was one.
+bool MarkFinalSigma(Json& normalizer) {
+  if (!normalizer.is_object()) return false;
+  const std::string type = normalizer.value("type", "");
+  if (type == "BertNormalizer" && normalizer.value("lowercase", true)) {
+    normalizer["final_sigma"] = true;
+    return true;
+  }
+  bool any = false;
+  if (type == "Sequence" && normalizer.contains("normalizers")) {
+    for (Json& n : normalizer["normalizers"]) any = MarkFinalSigma(n) || any;
+  }
+  return any;
+}
+
 }  // namespace
 
 HfTokenizer::HfTokenizer() = default;
@@ -136,8 +152,8 @@ HfTokenizer::~HfTokenizer() = default;
 
 std::unique_ptr<HfTokenizer> HfTokenizer::FromJsonText(std::string_view json,
                                                        const std::string& where,
-                                                       std::size_t max_length) {
-  const Json j = ParseJson(json, where);
+                                                       const Options& options) {
+  Json j = ParseJson(json, where);
   std::unique_ptr<HfTokenizer> t(new HfTokenizer());
   try {
     if (!j.is_object()) BadConfig("not a JSON object");
@@ -145,6 +161,10 @@ std::unique_ptr<HfTokenizer> HfTokenizer::FromJsonText(std::string_view json,
       BadConfig("tokenizer.json version " + v->dump() + " (ember reads 1.0)");
     }
     t->model_ = MakeTokenModel(json_fields::Required(j, "model", "tokenizer.json"));
+    if (options.final_sigma_per_word &&
+        (!j.contains("normalizer") || !MarkFinalSigma(j["normalizer"]))) {
+      BadConfig("lowercase = \"per-word\" needs a BertNormalizer that lowercases");
+    }
     t->normalizer_ = MakeNormalizer(j.value("normalizer", Json()));
     t->pre_tokenizer_ = MakePreTokenizer(j.value("pre_tokenizer", Json()));
     t->added_ = std::make_unique<AddedVocabulary>(j.value("added_tokens", Json()), *t->model_,
@@ -156,7 +176,7 @@ std::unique_ptr<HfTokenizer> HfTokenizer::FromJsonText(std::string_view json,
     t->decoder_ = MakeDecoder(j.value("decoder", Json()));
     // (The file's own "truncation" is a default of HF's encode() that transformers and
     // sentence-transformers replace with the model's limit on every call: not a limit here.)
-    t->max_length_ = max_length;
+    t->max_length_ = options.max_length;
     t->needs_alignments_ = t->pre_tokenizer_ && t->pre_tokenizer_->NeedsOriginalOffsets();
   } catch (const TokenizerError& e) {
     if (e.code() != TokenizerErrorCode::kBadConfig) throw;
@@ -168,26 +188,27 @@ std::unique_ptr<HfTokenizer> HfTokenizer::FromJsonText(std::string_view json,
 }
 
 std::unique_ptr<HfTokenizer> HfTokenizer::FromFile(const std::filesystem::path& path,
-                                                   std::size_t max_length) {
-  return FromJsonText(ReadFile(path), path.string(), max_length);
+                                                   const Options& options) {
+  return FromJsonText(ReadFile(path), path.string(), options);
 }
 
-std::unique_ptr<HfTokenizer> HfTokenizer::FromDirectory(const std::filesystem::path& dir) {
+std::unique_ptr<HfTokenizer> HfTokenizer::FromDirectory(const std::filesystem::path& dir,
+                                                        Options options) {
   Json config;
   const auto config_path = dir / "tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {
     config = ParseJson(ReadFile(config_path), config_path.string());
   }
-  const std::size_t max_length = ModelMaxLength(config).value_or(0);
+  if (options.max_length == 0) options.max_length = ModelMaxLength(config).value_or(0);
   if (std::filesystem::exists(dir / "tokenizer.json")) {
-    return FromFile(dir / "tokenizer.json", max_length);
+    return FromFile(dir / "tokenizer.json", options);
   }
   const auto vocab = dir / "vocab.txt";
   if (!std::filesystem::exists(vocab)) {
     throw TokenizerError(TokenizerErrorCode::kIo,
                          dir.string() + " has neither tokenizer.json nor vocab.txt");
   }
-  return FromJsonText(BertTokenizerJson(vocab, config).dump(), vocab.string(), max_length);
+  return FromJsonText(BertTokenizerJson(vocab, config).dump(), vocab.string(), options);
 }
 
 std::size_t HfTokenizer::Limit(std::size_t asked) const {
@@ -299,8 +320,10 @@ Encoding HfTokenizer::Encode(std::string_view text, const EncodeOptions& options
   const std::size_t budget =
       CheckedBudget(limit, post_processor_ ? post_processor_->AddedTokens(false) : 0);
   std::vector<TokenSequence>& sequences = Sequences(1);
-  // HF stops its model at the whole limit, not at the budget: the same ids once truncated.
-  EncodeText(text, 0, options.offsets, limit, sequences[0]);
+  // The model stops once it has more than the limit (HF's stops at the limit itself: the same
+  // ids once truncated); one more, so that a text of exactly `budget` ids with nothing left
+  // over is told from a longer one when truncation is off.
+  EncodeText(text, 0, options.offsets, limit == 0 ? 0 : limit + 1, sequences[0]);
   bool truncated = false;
   if (limit != 0 && sequences[0].size() > budget) {
     if (!options.truncate) {

@@ -35,19 +35,34 @@ class PreTokenizer;
 class TokenModel;
 struct TokenSequence;
 
+// Defined outside the class: GCC refuses a nested struct's default member initializers in a
+// default argument of the enclosing class.
+struct HfTokenizerOptions {
+  // The tokenizer's own limit (0: none).
+  std::size_t max_length = 0;
+  // Its BertNormalizer lowercases each word as Python's str.lower() does, Final_Sigma
+  // included (a capital sigma that ends a word becomes "ς"), as Google's original BERT
+  // tokenizer did, where HF lowercases character by character ("ΣΑΣ" -> "σασ"). A version's
+  // `lowercase = "per-word"`; refused for a tokenizer without a lowercasing BertNormalizer.
+  bool final_sigma_per_word = false;
+};
+
 class HfTokenizer final : public Tokenizer {
  public:
-  // A tokenizer.json's text; `where` names it in errors. `max_length`: the tokenizer's own
-  // limit (0: none). Throws TokenizerError (kBadConfig) naming what in the file is wrong or
-  // unsupported.
+  using Options = HfTokenizerOptions;
+
+  // A tokenizer.json's text; `where` names it in errors. Throws TokenizerError (kBadConfig)
+  // naming what in the file is wrong or unsupported.
   static std::unique_ptr<HfTokenizer> FromJsonText(std::string_view json, const std::string& where,
-                                                   std::size_t max_length = 0);
+                                                   const Options& options = {});
   // A tokenizer.json file (kIo when it cannot be read).
   static std::unique_ptr<HfTokenizer> FromFile(const std::filesystem::path& path,
-                                               std::size_t max_length = 0);
+                                               const Options& options = {});
   // A model folder: its tokenizer.json, else its BERT vocab.txt; the limit is
-  // tokenizer_config.json's model_max_length where plausible (2 .. 1,000,000).
-  static std::unique_ptr<HfTokenizer> FromDirectory(const std::filesystem::path& dir);
+  // tokenizer_config.json's model_max_length where plausible (2 .. 1,000,000), unless the
+  // options give one.
+  static std::unique_ptr<HfTokenizer> FromDirectory(const std::filesystem::path& dir,
+                                                    Options options = {});
 
   ~HfTokenizer() override;
 

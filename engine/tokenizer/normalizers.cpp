@@ -20,6 +20,7 @@ class BertNormalizer final : public Normalizer {
       : clean_text_(json_fields::Bool(spec, "clean_text", true, "BertNormalizer")),
         chinese_chars_(json_fields::Bool(spec, "handle_chinese_chars", true, "BertNormalizer")),
         lowercase_(json_fields::Bool(spec, "lowercase", true, "BertNormalizer")),
+        final_sigma_(json_fields::Bool(spec, "final_sigma", false, "BertNormalizer")),
         strip_accents_(json_fields::OptionalBool(spec, "strip_accents", "BertNormalizer")
                            .value_or(lowercase_)) {}
 
@@ -32,7 +33,11 @@ class BertNormalizer final : public Normalizer {
       text.Normalize(hf::NormalForm::kNfd);
       text.Filter([](char32_t c) { return !hf::IsMarkNonspacing(c); });
     }
-    if (lowercase_) text.Lowercase();
+    if (lowercase_ && final_sigma_) {
+      LowercaseFinalSigma(text);
+    } else if (lowercase_) {
+      text.Lowercase();
+    }
   }
 
  private:
@@ -105,7 +110,44 @@ class BertNormalizer final : public Normalizer {
     text.Transform(changes, 0);
   }
 
-  bool clean_text_, chinese_chars_, lowercase_, strip_accents_;
+  // Lowercasing with Python's Final_Sigma (HfTokenizer::Options::final_sigma_per_word): a
+  // capital sigma preceded by a cased letter and not followed by one (case-ignorable
+  // characters skipped both ways; whitespace stops the search, so each word is its own
+  // context) becomes "ς" rather than "σ".
+  static void LowercaseFinalSigma(NormalizedString& text) {
+    std::vector<char32_t> chars;
+    for (std::size_t i = 0; i < text.get().size();) {
+      chars.push_back(unicode::DecodeValid(text.get(), i));
+    }
+    const auto final_sigma = [&](std::size_t k) {
+      std::size_t j = k;
+      bool after_cased = false;
+      while (j > 0) {
+        if (!unicode::CaseIgnorable(chars[--j])) {
+          after_cased = unicode::Cased(chars[j]);
+          break;
+        }
+      }
+      if (!after_cased) return false;
+      for (j = k + 1; j < chars.size() && unicode::CaseIgnorable(chars[j]); ++j) {
+      }
+      return j == chars.size() || !unicode::Cased(chars[j]);
+    };
+    std::vector<hf::Change>& changes = NormalizedString::Scratch();
+    std::u32string lower;
+    for (std::size_t k = 0; k < chars.size(); ++k) {
+      if (chars[k] == 0x3A3 && final_sigma(k)) {
+        changes.push_back({0x3C2, 0});
+        continue;
+      }
+      lower.clear();
+      hf::AppendLowercase(chars[k], lower);
+      for (std::size_t m = 0; m < lower.size(); ++m) changes.push_back({lower[m], m > 0 ? 1 : 0});
+    }
+    text.Transform(changes, 0);
+  }
+
+  bool clean_text_, chinese_chars_, lowercase_, final_sigma_, strip_accents_;
 };
 
 class UnicodeNormalizer final : public Normalizer {

@@ -92,7 +92,7 @@ class Tokenizer {
   // Whether `id` is a special token (added tokens marked special: [CLS], <s>, <|endoftext|>).
   virtual bool IsSpecial(std::int32_t id) const = 0;
   // The tokenizer's own limit on ids, special tokens included (tokenizer_config.json's
-  // model_max_length, else tokenizer.json's truncation); 0: none.
+  // model_max_length); 0: none, the model's limit decides.
   virtual std::size_t max_length() const = 0;
 };
 

@@ -6,17 +6,9 @@
 #include <cstring>
 #include <utility>
 
-#include "engine/tokenizer/wordpiece_tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace ember::engine::unicode {
-namespace {
-
-inline utf8proc_category_t Category(char32_t cp) {
-  return utf8proc_category(static_cast<utf8proc_int32_t>(cp));
-}
-
-}  // namespace
-
 // Strict RFC 3629 validation: rejects stray continuation bytes, truncated sequences, overlong
 // forms, surrogates (U+D800..U+DFFF) and code points above U+10FFFF. Throws kBadUtf8 with the
 // byte offset of the first offending sequence. After this, decoding can skip all checks.
@@ -70,54 +62,6 @@ void ValidateUtf8(std::string_view s) {
     }
     i += len;
   }
-}
-
-CharClass ClassifyNonAscii(char32_t cp, bool split_cjk) {
-  if (cp == 0xFFFD) return CharClass::kDrop;
-  switch (Category(cp)) {
-    case UTF8PROC_CATEGORY_CC:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_CS:
-    case UTF8PROC_CATEGORY_CO:
-    case UTF8PROC_CATEGORY_CN:
-      return CharClass::kDrop;
-    case UTF8PROC_CATEGORY_ZS:
-    case UTF8PROC_CATEGORY_ZL:  // U+2028: kept by clean-text but split on by str.split().
-    case UTF8PROC_CATEGORY_ZP:  // U+2029: same.
-      return CharClass::kSpace;
-    default:
-      break;
-  }
-  if (split_cjk && IsChineseChar(cp)) return CharClass::kCjk;
-  return CharClass::kOther;
-}
-
-bool IsPunctuation(char32_t cp) {
-  if (cp < 0x80) return IsAsciiPunct(cp);
-  switch (Category(cp)) {
-    case UTF8PROC_CATEGORY_PC:
-    case UTF8PROC_CATEGORY_PD:
-    case UTF8PROC_CATEGORY_PS:
-    case UTF8PROC_CATEGORY_PE:
-    case UTF8PROC_CATEGORY_PI:
-    case UTF8PROC_CATEGORY_PF:
-    case UTF8PROC_CATEGORY_PO:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Python's str.lower() per character: the Unicode full lowercase mapping. The only
-// unconditional multi-character lowercase mapping is U+0130 -> "i\u0307"; the one conditional
-// rule of the default locale, Final_Sigma, is FinalSigma's below (LowercaseRule::kPerWord).
-void AppendLower(std::string& out, char32_t cp) {
-  if (cp == 0x130) {
-    out.push_back('i');
-    AppendUtf8(out, 0x307);
-    return;
-  }
-  AppendUtf8(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))));
 }
 
 // Unicode's Cased: Lowercase, Uppercase or Lt. Letters with a case mapping, plus the
@@ -193,68 +137,6 @@ bool CaseIgnorable(char32_t cp) {
       return true;
     default:
       return false;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Normalization of one (non-ASCII) word, with caller-owned buffers so the hot path does not
-// allocate once they have grown.
-
-// Canonical decomposition (NFD) of UTF-8 `word` into `cps`, canonically ordered.
-void Decompose(std::string_view word, std::vector<std::int32_t>& cps) {
-  cps.clear();
-  utf8proc_int32_t buf[16];
-  for (size_t i = 0; i < word.size();) {
-    const char32_t cp = DecodeValid(word, i);
-    if (cp < 0x80) {
-      cps.push_back(static_cast<utf8proc_int32_t>(cp));
-      continue;
-    }
-    int boundclass = 0;
-    const utf8proc_ssize_t n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(cp), buf, 16,
-                                                       UTF8PROC_DECOMPOSE, &boundclass);
-    if (n < 0 || n > 16) {  // Cannot happen for valid scalar values; keep the character.
-      cps.push_back(static_cast<utf8proc_int32_t>(cp));
-      continue;
-    }
-    cps.insert(cps.end(), buf, buf + n);
-  }
-  // Canonical ordering: stable sort of each run of non-starters by combining class.
-  auto ccc = [](utf8proc_int32_t c) { return utf8proc_get_property(c)->combining_class; };
-  for (size_t i = 0; i < cps.size();) {
-    if (ccc(cps[i]) == 0) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < cps.size() && ccc(cps[j]) != 0) ++j;
-    if (j - i > 1) {
-      std::stable_sort(cps.begin() + static_cast<std::ptrdiff_t>(i),
-                       cps.begin() + static_cast<std::ptrdiff_t>(j),
-                       [&](utf8proc_int32_t a, utf8proc_int32_t b) { return ccc(a) < ccc(b); });
-    }
-    i = j;
-  }
-}
-
-// HF _run_strip_accents: NFD, then drop nonspacing marks (Mn).
-void StripAccents(std::string_view word, std::vector<std::int32_t>& cps, std::string& out) {
-  Decompose(word, cps);
-  out.clear();
-  for (utf8proc_int32_t c : cps) {
-    if (c >= 0x80 && Category(static_cast<char32_t>(c)) == UTF8PROC_CATEGORY_MN) continue;
-    AppendUtf8(out, static_cast<char32_t>(c));
-  }
-}
-
-void Nfc(std::string_view word, std::vector<std::int32_t>& cps, std::string& out) {
-  Decompose(word, cps);
-  const utf8proc_ssize_t n =
-      utf8proc_normalize_utf32(cps.data(), static_cast<utf8proc_ssize_t>(cps.size()),
-                               static_cast<utf8proc_option_t>(UTF8PROC_COMPOSE));
-  out.clear();
-  for (utf8proc_ssize_t i = 0; i < n; ++i) {
-    AppendUtf8(out, static_cast<char32_t>(cps[static_cast<std::size_t>(i)]));
   }
 }
 

@@ -10,10 +10,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "common/error_code.h"
 #include "engine/pooling.h"
-#include "engine/tokenizer/tokenizer_error_code.h"
-#include "engine/tokenizer/wordpiece_tokenizer.h"
+#include "engine/tokenizer/hf_tokenizer.h"
 
 namespace ember::engine {
 namespace {
@@ -29,39 +27,20 @@ void ApplyThreads(int threads) {
   }
 }
 
-class TorchScriptBackend final : public Backend {
+// The tokenizer of a module that tokenizes for itself (a tokenize(List[str]) method giving its
+// padded ids and mask): one text at a time, as the module cuts it. It makes no pairs, keeps no
+// offsets and cannot decode.
+class ModuleTokenizer final : public Tokenizer {
  public:
-  TorchScriptBackend(torch::jit::Module module, torch::Device device, int threads,
-                     std::optional<WordPieceTokenizer> tokenizer)
-      : module_(std::move(module)),
-        device_(device),
-        threads_(threads),
-        tokenizer_(std::move(tokenizer)) {}
+  explicit ModuleTokenizer(torch::jit::Module module) : module_(std::move(module)) {}
 
-  std::int64_t dim() const override { return dim_; }
-
-  std::uint64_t memory_bytes() const override {
-    std::uint64_t bytes = 0;
-    for (const auto& p : module_.parameters()) bytes += p.nbytes();
-    for (const auto& b : module_.buffers()) bytes += b.nbytes();
-    return bytes;
-  }
-
-  std::vector<std::int32_t> Tokenize(std::string_view text, bool truncate) const override {
-    if (tokenizer_) {
-      try {
-        return tokenizer_->Encode(text, truncate).ids;
-      } catch (const TokenizerError& e) {
-        throw Error(ErrorCodeOf(e), e.what());
-      }
-    }
-    // The module tokenizes for itself (and always truncates to its maximum);
+  Encoding Encode(std::string_view text, const EncodeOptions& options) const override {
     // TorchScript strings must be valid UTF-8, which nothing upstream checks.
     const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
     for (auto left = static_cast<utf8proc_ssize_t>(text.size()); left > 0;) {
       utf8proc_int32_t cp;
       const utf8proc_ssize_t n = utf8proc_iterate(bytes, left, &cp);
-      if (n <= 0) throw Error(ErrorCode::kBadRequest, "text is not valid UTF-8");
+      if (n <= 0) throw TokenizerError(TokenizerErrorCode::kBadUtf8, "text is not valid UTF-8");
       bytes += n;
       left -= n;
     }
@@ -74,8 +53,52 @@ class TorchScriptBackend final : public Backend {
     const auto mask = encoded->elements().at(1).toTensor();
     const std::int64_t n = mask.sum().item<std::int64_t>();
     const auto* p = ids.data_ptr<std::int64_t>();
-    return std::vector<std::int32_t>(p, p + n);
+    Encoding out;
+    out.ids.assign(p, p + n);
+    if (options.max_length != 0 && out.ids.size() > options.max_length) {
+      if (!options.truncate) {
+        throw TokenizerError(TokenizerErrorCode::kTooLong, "text has " +
+                                                               std::to_string(out.ids.size()) +
+                                                               " tokens; the model takes at most " +
+                                                               std::to_string(options.max_length));
+      }
+      out.ids.resize(options.max_length);
+      out.truncated = true;
+    }
+    return out;
   }
+  Encoding EncodePair(std::string_view, std::string_view, const EncodeOptions&) const override {
+    BadConfig("this model's module tokenizes single texts; it takes no pairs");
+  }
+  std::string Decode(std::span<const std::int32_t>, bool) const override {
+    BadConfig("this model's module cannot decode token ids");
+  }
+  std::size_t vocab_size() const override { return 0; }
+  std::string_view IdToToken(std::int32_t) const override { return {}; }
+  std::optional<std::int32_t> TokenToId(std::string_view) const override { return std::nullopt; }
+  bool IsSpecial(std::int32_t) const override { return false; }
+  std::size_t max_length() const override { return 0; }
+
+ private:
+  torch::jit::Module module_;
+};
+
+class TorchScriptBackend final : public Backend {
+ public:
+  TorchScriptBackend(torch::jit::Module module, torch::Device device, int threads)
+      : module_(std::move(module)), device_(device), threads_(threads) {}
+
+  std::int64_t dim() const override { return dim_; }
+
+  std::uint64_t memory_bytes() const override {
+    std::uint64_t bytes = 0;
+    for (const auto& p : module_.parameters()) bytes += p.nbytes();
+    for (const auto& b : module_.buffers()) bytes += b.nbytes();
+    return bytes;
+  }
+
+  // The module cuts for itself (tokenize()), or takes what its tokenizer files give.
+  std::size_t max_length() const override { return 1'000'000; }
 
   std::vector<float> Embed(const TokenBatch& batch) override {
     ApplyThreads(threads_);
@@ -119,8 +142,8 @@ class TorchScriptBackend final : public Backend {
 
   // Runs the model once (which also tells its dimension) and a second time,
   // since TorchScript's profiling executor optimizes on the second run.
-  void Warm() {
-    const auto ids = Tokenize("ember warm-up", true);
+  void Warm(const Tokenizer& tokenizer) {
+    const auto ids = tokenizer.Encode("ember warm-up", {}).ids;
     for (int i = 0; i < 2; ++i) {
       dim_ = static_cast<std::int64_t>(Embed(TokenBatch::Of({ids, ids})).size() / 2);
     }
@@ -130,14 +153,12 @@ class TorchScriptBackend final : public Backend {
   torch::jit::Module module_;
   torch::Device device_;
   int threads_;
-  std::optional<WordPieceTokenizer> tokenizer_;  // unset: the module's tokenize()
   std::int64_t dim_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> LoadTorchScriptBackend(const std::filesystem::path& path,
-                                                const TorchOptions& options) {
+Model LoadTorchScript(const std::filesystem::path& path, const TorchOptions& options) {
   const std::string where = "model '" + path.string() + "': ";
   if (!std::filesystem::is_regular_file(path)) {
     throw std::runtime_error(where + "no such file");
@@ -150,16 +171,18 @@ std::unique_ptr<Backend> LoadTorchScriptBackend(const std::filesystem::path& pat
     }
     torch::jit::Module module = torch::jit::load(path.string(), device);
     module.eval();
-    std::optional<WordPieceTokenizer> tokenizer;
-    if (!module.find_method("tokenize")) {
-      // A module taking (input_ids, attention_mask): its tokenizer files
-      // (vocab.txt or tokenizer.json) sit beside it.
-      tokenizer = WordPieceTokenizer::FromDirectory(path.parent_path());
+    Model model;
+    if (module.find_method("tokenize")) {
+      model.tokenizer = std::make_unique<ModuleTokenizer>(module);
+    } else {
+      // A module taking (input_ids, attention_mask): its tokenizer files (tokenizer.json or
+      // vocab.txt) sit beside it.
+      model.tokenizer = HfTokenizer::FromDirectory(path.parent_path());
     }
-    auto backend = std::make_unique<TorchScriptBackend>(std::move(module), device, options.threads,
-                                                        std::move(tokenizer));
-    backend->Warm();
-    return backend;
+    auto backend = std::make_unique<TorchScriptBackend>(std::move(module), device, options.threads);
+    backend->Warm(*model.tokenizer);
+    model.backend = std::move(backend);
+    return model;
   } catch (const c10::Error& e) {
     throw std::runtime_error(where + e.what_without_backtrace());
   } catch (const std::exception& e) {

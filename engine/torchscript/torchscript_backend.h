@@ -7,8 +7,8 @@
 // is either (as traced HuggingFace models return). Text becomes ids either by
 // the module's own
 //   tokenize(texts: List[str]) -> Tuple[Tensor, Tensor]   # input_ids, attention_mask
-// or, when it has none, by the WordPiece tokenizer whose vocab.txt or
-// tokenizer.json lies beside the .pt file.
+// or, when it has none, by the tokenizer whose tokenizer.json or vocab.txt lies beside the .pt
+// file (HfTokenizer).
 //
 // This header is deliberately free of LibTorch includes.
 #ifndef EMBER_ENGINE_TORCHSCRIPT_BACKEND_H_
@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/backend.h"
+#include "engine/model.h"
 
 namespace ember::engine {
 
@@ -27,11 +27,10 @@ struct TorchOptions {
   int threads = 0;             // intra-op threads of the thread that runs it; 0: leave
 };
 
-// Loads and warms up a TorchScript module. Throws std::runtime_error with a
-// message naming the file on any failure (missing, corrupt, wrong methods,
-// device unavailable).
-std::unique_ptr<Backend> LoadTorchScriptBackend(const std::filesystem::path& path,
-                                                const TorchOptions& options);
+// Loads and warms up a TorchScript module with its tokenizer: the module's own tokenize()
+// where it has one, else the tokenizer files beside it. Throws std::runtime_error naming the
+// file on any failure (missing, corrupt, wrong methods, no tokenizer, device unavailable).
+Model LoadTorchScript(const std::filesystem::path& path, const TorchOptions& options);
 
 }  // namespace ember::engine
 

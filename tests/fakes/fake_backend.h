@@ -1,6 +1,7 @@
-// A Backend without a model, for tests of the serving code (worker, lifecycle, batcher):
-// each text becomes one id per byte, and each sequence's vector is [length, tag, 0, ...], so a
-// test can tell which backend (tag) computed which text.
+// A Backend without a model and a tokenizer without a vocabulary, for tests of the serving code
+// (worker, lifecycle, batcher): each text becomes one id per byte (FakeTokenizer), and each
+// sequence's vector is [length, tag, 0, ...], so a test can tell which backend (tag) computed
+// which text. Model(backend) pairs a backend with a FakeTokenizer, as the worker serves them.
 #ifndef EMBER_TESTS_FAKES_FAKE_BACKEND_H_
 #define EMBER_TESTS_FAKES_FAKE_BACKEND_H_
 
@@ -11,8 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "common/error_code.h"
 #include "engine/backend.h"
+#include "engine/model.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace ember::testing {
 
@@ -22,10 +24,7 @@ class FakeBackend : public engine::Backend {
 
   std::int64_t dim() const override { return dim_; }
   std::uint64_t memory_bytes() const override { return 1 << 20; }
-  std::vector<std::int32_t> Tokenize(std::string_view text, bool /*truncate*/) const override {
-    if (text.empty()) throw Error(ErrorCode::kBadRequest, "empty text");
-    return std::vector<std::int32_t>(text.begin(), text.end());
-  }
+  std::size_t max_length() const override { return 1'000'000; }
   std::vector<float> Embed(const engine::TokenBatch& batch) override {
     std::vector<float> out(batch.size() * static_cast<std::size_t>(dim_), 0.0f);
     for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -39,6 +38,39 @@ class FakeBackend : public engine::Backend {
   const float tag_;
   const std::int64_t dim_;
 };
+
+class FakeTokenizer : public engine::Tokenizer {
+ public:
+  engine::Encoding Encode(std::string_view text, const engine::EncodeOptions&) const override {
+    if (text.empty())
+      throw engine::TokenizerError(engine::TokenizerErrorCode::kBadUtf8, "empty text");
+    engine::Encoding out;
+    out.ids.assign(text.begin(), text.end());
+    out.spans.resize(out.ids.size());
+    return out;
+  }
+  engine::Encoding EncodePair(std::string_view first, std::string_view second,
+                              const engine::EncodeOptions& options) const override {
+    engine::Encoding out = Encode(first, options);
+    out.second_start = out.ids.size();
+    const engine::Encoding b = Encode(second, options);
+    out.ids.insert(out.ids.end(), b.ids.begin(), b.ids.end());
+    return out;
+  }
+  std::string Decode(std::span<const std::int32_t> ids, bool) const override {
+    return std::string(ids.begin(), ids.end());
+  }
+  std::size_t vocab_size() const override { return 256; }
+  std::string_view IdToToken(std::int32_t) const override { return "x"; }
+  std::optional<std::int32_t> TokenToId(std::string_view) const override { return std::nullopt; }
+  bool IsSpecial(std::int32_t) const override { return false; }
+  std::size_t max_length() const override { return 0; }
+};
+
+// `backend` with a FakeTokenizer.
+inline engine::Model Model(std::unique_ptr<engine::Backend> backend) {
+  return engine::Model{std::make_unique<FakeTokenizer>(), std::move(backend)};
+}
 
 // A gate a loader thread waits at until the test opens it, so a test can hold a load in
 // LOADING for as long as it needs (bounded: Wait gives up after `limit`).
