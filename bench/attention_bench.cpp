@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "bench/attention/flash_attention.h"
-#include "engine/bert/cpu/cpu_encoder.h"
+#include "engine/encoder/cpu/cpu_encoder.h"
 
 namespace {
 

@@ -1,12 +1,12 @@
-// ember-model-bench: CPU throughput of the LibTorch BERT encoder (engine/bert/bert_model.h) and the
-// GEMM roofline it runs against.
+// ember-model-bench: CPU throughput of the LibTorch BERT encoder (engine/encoder/encoder_model.h)
+// and the GEMM roofline it runs against.
 //
 // For every thread count it
 //   1. measures LibTorch fp32 (and, if it runs, bf16) matmul GFLOP/s for the shapes the encoder
 //      uses ([B*L x 384] x [384 x 1536], ...) and a square 1024^3, and the fp32 encoder's own
-//      dense layer (engine/bert/cpu/packed_dense.h: weights packed at load, oneDNN if built with
+//      dense layer (engine/encoder/cpu/packed_dense.h: weights packed at load, oneDNN if built with
 //      it) on the same shapes; the best fp32 figure is the "GEMM peak" of that thread count;
-//   2. times BertModel::Embed (the serving path) on seeded random token-id sequences of exactly
+//   2. times EncoderModel::Embed (the serving path) on seeded random token-id sequences of exactly
 //      the given lengths, for every batch x length cell, and reports sentences/s, tokens/s,
 //      achieved GFLOP/s (analytic model FLOPs / time) and the fraction of the GEMM peak;
 //   3. times one end-to-end cell, tokenizer + model (LoadModel: its Tokenizer::Encode for each
@@ -44,8 +44,8 @@
 #include "bench/random_ids.h"
 #include "engine/backend.h"
 #include "engine/backend_factory.h"
-#include "engine/bert/bert_model.h"
-#include "engine/bert/cpu/packed_dense.h"
+#include "engine/encoder/cpu/packed_dense.h"
+#include "engine/encoder/encoder_model.h"
 
 #ifndef EMBER_MINILM_DIR
 #define EMBER_MINILM_DIR "models/minilm-l6-random"
@@ -202,7 +202,7 @@ GemmResult TimePacked(const std::string& name, int64_t m, int64_t k, int64_t n,
 }
 
 struct Cell {
-  std::string kind;  // "model" (BertModel::Embed on ids), "e2e" (tokenizer + model), ...
+  std::string kind;  // "model" (EncoderModel::Embed on ids), "e2e" (tokenizer + model), ...
   int threads;
   int64_t batch, length;
   int iters;
@@ -447,18 +447,20 @@ int main(int argc, char** argv) {
       }
 
       std::printf(
-          "\n== BertModel::Embed, %d thread(s) (MiniLM-L6 architecture, random weights) ==\n", t);
-      auto model = ew::BertModel::Load(model_dir, {.threads = t, .precision = *precision});
+          "\n== EncoderModel::Embed, %d thread(s) (MiniLM-L6 architecture, random weights) ==\n",
+          t);
+      auto model = ew::EncoderModel::Load(model_dir, {.threads = t, .precision = *precision});
       // Reduced precision: the fp32 model on the same ids, for the cosine of each embedding.
-      std::unique_ptr<ew::BertModel> fp32;
-      if (*precision != ew::Precision::kFp32) fp32 = ew::BertModel::Load(model_dir, {.threads = t});
+      std::unique_ptr<ew::EncoderModel> fp32;
+      if (*precision != ew::Precision::kFp32)
+        fp32 = ew::EncoderModel::Load(model_dir, {.threads = t});
       PrintCellHeader();
-      // The same forward as padded ATen ops (BertOptions::fused = false), timed right after each
+      // The same forward as padded ATen ops (EncoderOptions::fused = false), timed right after each
       // cell on the same ids: the fused path's baseline in the same process.
-      std::unique_ptr<ew::BertModel> aten;
+      std::unique_ptr<ew::EncoderModel> aten;
       if (baseline_aten) {
-        aten =
-            ew::BertModel::Load(model_dir, {.threads = t, .precision = *precision, .fused = false});
+        aten = ew::EncoderModel::Load(model_dir,
+                                      {.threads = t, .precision = *precision, .fused = false});
       }
       // Grid cells (every sequence `len` ids), then, with --mixed, cells whose lengths are drawn
       // uniformly from [lo, hi] (length column: hi, the padded length of the ATen path).
@@ -560,7 +562,7 @@ int main(int argc, char** argv) {
           }
           if (texts.empty()) throw std::runtime_error("no texts in " + e2e_texts);
         }
-        const ew::Model model = ew::LoadModel(model_dir, {.threads = t, .backend = "bert"});
+        const ew::Model model = ew::LoadModel(model_dir, {.threads = t, .backend = "encoder"});
         ew::Backend* backend = model.backend.get();
         const auto tokenize = [&](const std::string& text) {
           return model.tokenizer->Encode(text, {.max_length = backend->max_length()}).ids;

@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "common/error_code.h"
-#include "engine/bert/bert_backend.h"
+#include "engine/encoder/encoder_backend.h"
 #include "engine/simulated/simulated_backend.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 #include "engine/torchscript/torchscript_backend.h"
@@ -11,7 +11,7 @@
 namespace ember::engine {
 namespace {
 
-// The folder's tokenizer, with the version's `lowercase` rule (bert and simulated runtimes).
+// The folder's tokenizer, with the version's `lowercase` rule (encoder and simulated runtimes).
 std::unique_ptr<const Tokenizer> OpenTokenizer(const std::filesystem::path& dir,
                                                BackendParams& params) {
   HfTokenizer::Options options;
@@ -46,11 +46,12 @@ void CheckFits(const std::filesystem::path& path, const Model& model) {
 Model LoadModel(const std::filesystem::path& path, BackendOptions options) {
   namespace fs = std::filesystem;
   const bool is_folder = fs::is_directory(path) && fs::exists(path / "config.json");
-  if (options.backend == "bert" || (options.backend == "auto" && is_folder)) {
+  if (options.backend == "encoder" || options.backend == "bert" ||
+      (options.backend == "auto" && is_folder)) {
     Model model;
     model.tokenizer = OpenTokenizer(path, options.params);
-    model.backend = LoadBertBackend(
-        path, ParseBertParams(std::move(options.params), options.device, options.threads));
+    model.backend = LoadEncoderBackend(
+        path, ParseEncoderParams(std::move(options.params), options.device, options.threads));
     CheckFits(path, model);
     return model;
   }
@@ -70,7 +71,7 @@ Model LoadModel(const std::filesystem::path& path, BackendOptions options) {
       precision && *precision != "fp32") {
     throw Error(ErrorCode::kBadRequest,
                 "model '" + path.string() + "': precision \"" + *precision +
-                    "\" is only supported by the bert backend (TorchScript models run as "
+                    "\" is only supported by the encoder backend (TorchScript models run as "
                     "exported; use fp32)");
   }
   options.params.RejectUnused("torchscript", "precision (fp32 only)");

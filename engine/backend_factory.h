@@ -1,5 +1,5 @@
 // Opens a model version: its tokenizer and the Backend of the runtime for the path (a
-// HuggingFace / sentence-transformers folder with config.json gets the bert backend and the
+// HuggingFace / sentence-transformers folder with config.json gets the encoder backend and the
 // folder's tokenizer.json or vocab.txt, a TorchScript file or a folder holding model.pt the
 // torchscript one) with the version's own parameters. The worker's serving code calls only
 // this (and WarmUp); which runtimes exist, and what their parameters mean, stays in engine/.
@@ -23,7 +23,7 @@ struct BackendOptions {
   std::string device = "cpu";    // "cpu" or "cuda:N"
   int threads = 0;               // intra-op threads; 0 leaves the runtime's setting
   std::string backend = "auto";  // one of BackendNames()
-  // The runtime's own settings (bert: engine/bert/bert_backend.h; torchscript: precision,
+  // The runtime's own settings (encoder: engine/encoder/encoder_backend.h; torchscript: precision,
   // which must be fp32), and for a folder's tokenizer `lowercase = "per-character" |
   // "per-word"` (HfTokenizer::Options). Unknown keys fail the load.
   BackendParams params{};
@@ -32,13 +32,16 @@ struct BackendOptions {
 // The runtimes `BackendOptions::backend` may name: the one list, against which a version's
 // config.toml is checked before anything loads. Inline, so that serving code linked without
 // any runtime (the worker's library) checks names too.
-inline constexpr std::string_view kBackendNames[] = {"auto", "bert", "torchscript", "simulated"};
+// "bert" is the encoder runtime's name from when it served BERT alone, kept for config.toml
+// files that say it.
+inline constexpr std::string_view kBackendNames[] = {"auto", "encoder", "bert", "torchscript",
+                                                     "simulated"};
 
 inline bool IsBackendName(std::string_view name) {
   return std::ranges::find(kBackendNames, name) != std::end(kBackendNames);
 }
 
-// "auto, bert, torchscript, simulated", for messages.
+// "auto, encoder, bert, torchscript, simulated", for messages.
 inline std::string BackendNames() {
   std::string names;
   for (const std::string_view name : kBackendNames) {

@@ -5,7 +5,7 @@
 //    needed; sequences are never empty);
 //  - cls: the first token's state;
 //  - normalize: divided by max(L2 norm, 1e-12), as torch.nn.functional.normalize.
-// CPU backends call PoolRows; the CUDA encoder's kernel (engine/bert/cuda/cuda_kernels.h) is
+// CPU backends call PoolRows; the CUDA encoder's kernel (engine/encoder/cuda/cuda_kernels.h) is
 // tested against it. Header-only, free of any runtime.
 #ifndef EMBER_ENGINE_POOLING_H_
 #define EMBER_ENGINE_POOLING_H_

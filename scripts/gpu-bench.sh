@@ -14,7 +14,7 @@
 # a request's time goes: the load generator's mean latency against the first router's own
 # (accepted to answered, and at the worker: bench/profile/router_latency.py) and the worker's
 # mean stay (a closed loop serves in-flight / latency requests per second). Then the
-# peers on the same passages: HF BertModel forward (bench/gpu/hf_forward.py: pre-tokenized,
+# peers on the same passages: HF EncoderModel forward (bench/gpu/hf_forward.py: pre-tokenized,
 # length-sorted, padded batches of 512) and sentence-transformers encode (bench/gpu/st_encode.py).
 # Ends with one table (bench/gpu/serve_summary.py) and summary.json. Meant to fit in 8 minutes on
 # an H200 with 16 cores, building from scratch (3-5 min of it; EMBER_GPU_BENCH_PREBUILT saves

@@ -53,7 +53,7 @@ fi
 # 2. The CUDA tests: the model on cuda:<gpu> against the float64 reference, and reduced precision.
 t=$(date +%s)
 if CUDA_VISIBLE_DEVICES="$gpu" EMBER_REQUIRE_CUDA=1 timeout 120 "$build/tests/bert_model_test" \
-     --gtest_filter='BertModelOptions.CudaDeviceRunsOrFailsClearly' > "$log/cuda-test.log" 2>&1; then
+     --gtest_filter='EncoderModelOptions.CudaDeviceRunsOrFailsClearly' > "$log/cuda-test.log" 2>&1; then
   row "CUDA test (cuda:0 vs reference)" ok "$(elapsed "$t")" "max abs diff <= 1e-5"
 else
   row "CUDA test (cuda:0 vs reference)" FAIL "$(elapsed "$t")" "$(grep -m1 -E 'Failure|required' -A2 "$log/cuda-test.log" | tr '\n' ' ')"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA encoder on a GPU (issue 25; docs/performance.md "The CUDA encoder"): builds, runs the
 # CUDA tests (kernels vs CPU references, encoder vs the CPU encoder, 1000 load/unload cycles),
-# then times ember's CUDA encoder, its ATen forward and HuggingFace's BertModel forward (eager,
+# then times ember's CUDA encoder, its ATen forward and HuggingFace's EncoderModel forward (eager,
 # and torch.compile where it runs) on the same token ids, fp32 / fp16 / bf16, for MiniLM-L6
 # (4096 passages of ~54 tokens) and the bge-large shape (24 x 1024, random weights; 1024 texts of
 # 32-512 tokens). Ends with one table (bench/gpu/summarize.py): texts/s, tokens/s, share of the

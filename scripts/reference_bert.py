@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reference BERT encoder for testing ember's C++ BertModel.
+"""Independent reference BERT encoder for testing ember's C++ EncoderModel.
 
     reference_bert.py MODEL_DIR IDS_JSON OUT_JSON [--dtype float64|float32]
 
@@ -7,7 +7,7 @@ MODEL_DIR is a HuggingFace-style folder (config.json + model.safetensors, as wri
 by make_bert_model.py or downloaded from sentence-transformers). IDS_JSON is
 {"ids": [[101, ..., 102], ...]} (see make_test_ids.py).
 
-Deliberately shares no code or structure with engine/bert/bert_model.cpp:
+Deliberately shares no code or structure with engine/encoder/encoder_model.cpp:
   * model.safetensors is parsed here from raw bytes (struct + json + numpy);
     F32, F16 and BF16 are decoded by hand;
   * the forward pass uses explicit per-head attention loops, a hand-written

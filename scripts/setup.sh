@@ -30,11 +30,11 @@ PACKAGES=(
   libcpp-httplib-dev python3-zmq python3-msgpack python3-yaml curl systemd
   # ember-gateway's event-loop HTTP server: Boost.Beast and Asio (headers only).
   libboost-dev
-  # The CPU encoder's attention calls sgemm_ directly (engine/bert/cpu/sgemm.cpp) on OpenBLAS;
+  # The CPU encoder's attention calls sgemm_ directly (engine/encoder/cpu/sgemm.cpp) on OpenBLAS;
   # libblas-dev provides the link-time name, the OpenMP build shares the encoder's threads.
   libopenblas0-openmp libblas-dev
   # The CPU encoder's dense layers run on oneDNN with prepacked weights
-  # (engine/bert/cpu/packed_dense.h): 1.1-1.8x OpenBLAS on one core (docs/performance.md).
+  # (engine/encoder/cpu/packed_dense.h): 1.1-1.8x OpenBLAS on one core (docs/performance.md).
   libdnnl-dev
   # libdnnl-dev's CMake config calls find_package(OpenCL REQUIRED), but Debian
   # lists the OpenCL headers and loader only as a Recommends of libdnnl-dev, which

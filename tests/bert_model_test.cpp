@@ -1,4 +1,4 @@
-// Tests for engine/bert/bert_model.* and engine/bert/safetensors.* against the independent
+// Tests for engine/encoder/encoder_model.* and engine/encoder/safetensors.* against the independent
 // Python reference (scripts/reference_bert.py).
 //
 // Test data is generated at build time (see the CMake custom commands) into one
@@ -10,8 +10,6 @@
 //   tiny_f16_ref.json
 //   tiny_bf16/       tiny model, BF16 storage, CLS pooling in 1_Pooling/config.json
 //   tiny_bf16_ref.json
-#include "engine/bert/bert_model.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,9 +26,10 @@
 #include <vector>
 
 #include "common/error_code.h"
-#include "engine/bert/bert_backend.h"
-#include "engine/bert/cpu/packed_dense.h"
-#include "engine/bert/safetensors.h"
+#include "engine/encoder/cpu/packed_dense.h"
+#include "engine/encoder/encoder_backend.h"
+#include "engine/encoder/encoder_model.h"
+#include "engine/encoder/safetensors.h"
 #include "tests/cuda_required.h"
 #include "tests/random_pairs.h"
 
@@ -98,7 +97,7 @@ void Accumulate(const std::vector<std::vector<double>>& ref, size_t first,
 }
 
 // Embeds ref.ids in consecutive batches of `batch` and compares with `rows`.
-Agreement CompareInBatches(const BertModel& model, const Ids& ids,
+Agreement CompareInBatches(const EncoderModel& model, const Ids& ids,
                            const std::vector<std::vector<double>>& rows, size_t batch) {
   Agreement a;
   for (size_t start = 0; start < ids.size(); start += batch) {
@@ -124,9 +123,9 @@ class MiniLmTest : public ::testing::Test {
   static void SetUpTestSuite() {
     const fs::path dir = TestDataDir();
     ASSERT_FALSE(dir.empty()) << "set EMBER_BERT_TESTDATA or build with EMBER_BERT_TESTDATA_DIR";
-    BertOptions opt;
+    EncoderOptions opt;
     opt.threads = 2;
-    model_ = BertModel::Load(dir / "minilm", opt).release();
+    model_ = EncoderModel::Load(dir / "minilm", opt).release();
     ref_ = new Reference(LoadReference(dir / "minilm_ref.json"));
   }
   void SetUp() override {
@@ -139,16 +138,16 @@ class MiniLmTest : public ::testing::Test {
     model_ = nullptr;
     ref_ = nullptr;
   }
-  static BertModel* model_;
+  static EncoderModel* model_;
   static Reference* ref_;
 };
-BertModel* MiniLmTest::model_ = nullptr;
+EncoderModel* MiniLmTest::model_ = nullptr;
 Reference* MiniLmTest::ref_ = nullptr;
 
 TEST_F(MiniLmTest, Shape) {
   EXPECT_EQ(model_->dim(), 384);
   EXPECT_EQ(model_->max_length(), 256);  // sentence_bert_config.json
-  EXPECT_EQ(model_->max_position_embeddings(), 512);
+  EXPECT_EQ(model_->max_tokens(), 512);
   EXPECT_EQ(model_->vocab_size(), 30522);
   EXPECT_EQ(model_->pooling(), Pooling::kMean);  // from 1_Pooling/config.json
   EXPECT_TRUE(model_->normalize());
@@ -260,8 +259,8 @@ TEST_F(MiniLmTest, RejectsBadInput) {
 // CrossEncoder is their oracle in python/tests/test_scores.py).
 TEST(BertClassifier, ScoresPairsAlikeOnBothForwards) {
   const fs::path dir = TestDataDir() / "classifier";
-  const auto fused = BertModel::Load(dir, {.threads = 2});
-  const auto aten = BertModel::Load(dir, {.threads = 2, .fused = false});
+  const auto fused = EncoderModel::Load(dir, {.threads = 2});
+  const auto aten = EncoderModel::Load(dir, {.threads = 2, .fused = false});
   EXPECT_EQ(fused->labels(), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(fused->dim(), 3);
   EXPECT_TRUE(fused->packs());
@@ -291,12 +290,12 @@ TEST(BertClassifier, ScoresPairsAlikeOnBothForwards) {
   EXPECT_THROW(fused->Embed(bad), std::invalid_argument);
 }
 
-TEST(BertModelOptions, ClsPoolingMatchesReferenceAndDiffersFromMean) {
+TEST(EncoderModelOptions, ClsPoolingMatchesReferenceAndDiffersFromMean) {
   const fs::path dir = TestDataDir();
   const Reference ref = LoadReference(dir / "minilm_ref.json");
-  BertOptions opt;
+  EncoderOptions opt;
   opt.pooling = Pooling::kCls;  // explicit option overrides 1_Pooling/config.json
-  const auto model = BertModel::Load(dir / "minilm", opt);
+  const auto model = EncoderModel::Load(dir / "minilm", opt);
   EXPECT_EQ(model->pooling(), Pooling::kCls);
   const Agreement cls = CompareInBatches(*model, ref.ids, ref.cls, ref.ids.size());
   std::printf("minilm cls: 1 - min cosine %.3g, max abs diff %.3g\n", 1.0 - cls.min_cos,
@@ -312,12 +311,12 @@ TEST(BertModelOptions, ClsPoolingMatchesReferenceAndDiffersFromMean) {
   EXPECT_GT(vs_mean.max_abs, 0.01);
 }
 
-TEST(BertModelOptions, UnnormalizedIsAScaledMean) {
+TEST(EncoderModelOptions, UnnormalizedIsAScaledMean) {
   const fs::path dir = TestDataDir();
   const Reference ref = LoadReference(dir / "minilm_ref.json");
-  BertOptions opt;
+  EncoderOptions opt;
   opt.normalize = false;
-  const auto model = BertModel::Load(dir / "minilm", opt);
+  const auto model = EncoderModel::Load(dir / "minilm", opt);
   const std::vector<float> got = model->Embed(ref.ids);
   const size_t dim = static_cast<size_t>(model->dim());
   Agreement a;
@@ -335,13 +334,13 @@ TEST(BertModelOptions, UnnormalizedIsAScaledMean) {
   EXPECT_GE(a.min_cos, kMinCos);
 }
 
-TEST(BertModelOptions, AtenForwardMatchesReference) {
+TEST(EncoderModelOptions, AtenForwardMatchesReference) {
   // fused = false: the same forward as padded, masked ATen ops (the benchmarks' baseline).
   const fs::path dir = TestDataDir();
-  BertOptions opt;
+  EncoderOptions opt;
   opt.threads = 2;
   opt.fused = false;
-  const auto model = BertModel::Load(dir / "minilm", opt);
+  const auto model = EncoderModel::Load(dir / "minilm", opt);
   const Reference ref = LoadReference(dir / "minilm_ref.json");
   for (size_t batch : {ref.ids.size(), size_t{7}}) {
     const Agreement a = CompareInBatches(*model, ref.ids, ref.mean, batch);
@@ -350,23 +349,24 @@ TEST(BertModelOptions, AtenForwardMatchesReference) {
   }
 }
 
-TEST(BertModelOptions, InvalidDevice) {
-  BertOptions opt;
+TEST(EncoderModelOptions, InvalidDevice) {
+  EncoderOptions opt;
   opt.device = "toaster:3";
-  EXPECT_THROW(BertModel::Load(TestDataDir() / "tiny_f16", opt), std::runtime_error);
+  EXPECT_THROW(EncoderModel::Load(TestDataDir() / "tiny_f16", opt), std::runtime_error);
 }
 
-// config.toml's encoder and cuda-layernorm keys reach BertOptions; bad values name the key.
+// config.toml's encoder and cuda-layernorm keys reach EncoderOptions; bad values name the key.
 TEST(BertParams, EncoderAndCudaLayerNorm) {
-  BertLoad load = ParseBertParams({{"encoder", "aten"}, {"cuda-layernorm", "block"}}, "cpu", 1);
+  EncoderLoad load =
+      ParseEncoderParams({{"encoder", "aten"}, {"cuda-layernorm", "block"}}, "cpu", 1);
   EXPECT_FALSE(load.model.fused);
   EXPECT_FALSE(load.model.cuda_warp_layernorm);
-  load = ParseBertParams({}, "cuda:0", 0);
+  load = ParseEncoderParams({}, "cuda:0", 0);
   EXPECT_TRUE(load.model.fused);
   EXPECT_TRUE(load.model.cuda_warp_layernorm) << "warp is the default";
   for (const auto& [key, value] : {std::pair{"encoder", "fast"}, {"cuda-layernorm", "row"}}) {
     try {
-      ParseBertParams({{key, value}}, "cpu", 1);
+      ParseEncoderParams({{key, value}}, "cpu", 1);
       ADD_FAILURE() << key << " = " << value << " was accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kBadRequest);
@@ -388,22 +388,22 @@ TEST(BertParams, SentenceTransformersConfigAndTheSettingsOverIt) {
   std::ofstream(dir / "vocab.txt")
       << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n";  // a backend needs one
   const auto matryoshka = [&](BackendParams params) {
-    return LoadBertBackend(dir, ParseBertParams(std::move(params), "cpu", 1))->matryoshka();
+    return LoadEncoderBackend(dir, ParseEncoderParams(std::move(params), "cpu", 1))->matryoshka();
   };
   EXPECT_FALSE(matryoshka({}));
   EXPECT_TRUE(matryoshka({{"matryoshka", "true"}}));
-  EXPECT_TRUE(LoadBertBackend(dir, ParseBertParams({}, "cpu", 1))->normalizes());
-  EXPECT_FALSE(
-      LoadBertBackend(dir, ParseBertParams({{"normalize", "false"}}, "cpu", 1))->normalizes());
+  EXPECT_TRUE(LoadEncoderBackend(dir, ParseEncoderParams({}, "cpu", 1))->normalizes());
+  EXPECT_FALSE(LoadEncoderBackend(dir, ParseEncoderParams({{"normalize", "false"}}, "cpu", 1))
+                   ->normalizes());
   std::ofstream(dir / "config_sentence_transformers.json") << R"({"truncate_dim": 8})";
   EXPECT_TRUE(matryoshka({}));
   EXPECT_FALSE(matryoshka({{"matryoshka", "false"}})) << "the setting wins";
 
-  EXPECT_TRUE(LoadBertBackend(dir, ParseBertParams({}, "cpu", 1))->prompts().texts.empty());
+  EXPECT_TRUE(LoadEncoderBackend(dir, ParseEncoderParams({}, "cpu", 1))->prompts().texts.empty());
   std::ofstream(dir / "config_sentence_transformers.json")
       << R"({"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": "query"})";
   const auto prompts = [&](BackendParams params) {
-    return LoadBertBackend(dir, ParseBertParams(std::move(params), "cpu", 1))->prompts();
+    return LoadEncoderBackend(dir, ParseEncoderParams(std::move(params), "cpu", 1))->prompts();
   };
   const Backend::Prompts folder = prompts({});
   EXPECT_EQ(folder.texts.size(), 2u);
@@ -420,12 +420,12 @@ TEST(BertParams, SentenceTransformersConfigAndTheSettingsOverIt) {
 // GPU: the model runs there (pinned-memory inputs, its own stream; docs/cuda.md) and matches the
 // float64 reference; 1e-5 rather than kMaxAbs because GPU kernels sum in other orders. Not run
 // on a GPU so far.
-TEST(BertModelOptions, CudaDeviceRunsOrFailsClearly) {
-  BertOptions opt;
+TEST(EncoderModelOptions, CudaDeviceRunsOrFailsClearly) {
+  EncoderOptions opt;
   opt.device = "cuda:0";
-  std::unique_ptr<BertModel> model;
+  std::unique_ptr<EncoderModel> model;
   try {
-    model = BertModel::Load(TestDataDir() / "minilm", opt);
+    model = EncoderModel::Load(TestDataDir() / "minilm", opt);
   } catch (const std::runtime_error& e) {
     // scripts/gpu-check.sh sets EMBER_REQUIRE_CUDA: on a GPU machine a clear refusal is a failure.
     if (ember::testing::CudaRequired()) {
@@ -457,11 +457,11 @@ bool HasVnni() { return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_su
 void ExpectCloseToFp32(Precision precision) {
   const double cosine_bound = precision == Precision::kInt8 && !HasVnni() ? 0.9995 : 0.9999;
   const fs::path dir = TestDataDir();
-  BertOptions opt;
+  EncoderOptions opt;
   opt.threads = 2;
-  const auto fp32 = BertModel::Load(dir / "minilm", opt);
+  const auto fp32 = EncoderModel::Load(dir / "minilm", opt);
   opt.precision = precision;
-  const auto reduced = BertModel::Load(dir / "minilm", opt);
+  const auto reduced = EncoderModel::Load(dir / "minilm", opt);
   EXPECT_EQ(reduced->precision(), precision);
   EXPECT_LT(reduced->memory_bytes(), fp32->memory_bytes());
   const Ids ids = LoadReference(dir / "minilm_ref.json").ids;
@@ -520,13 +520,13 @@ void ExpectCloseToFp32(Precision precision) {
   }
 }
 
-TEST(BertModelPrecision, Bf16CloseToFp32) {
+TEST(EncoderModelPrecision, Bf16CloseToFp32) {
   if (!PackedDense::Supports(PackedDense::Math::kBf16)) {
     // No fast bf16 kernels on this CPU: the load must say so, not run slowly.
-    BertOptions opt;
+    EncoderOptions opt;
     opt.precision = Precision::kBf16;
     try {
-      BertModel::Load(TestDataDir() / "minilm", opt);
+      EncoderModel::Load(TestDataDir() / "minilm", opt);
       ADD_FAILURE() << "bf16 loaded on a CPU without fast bf16 kernels";
     } catch (const std::runtime_error& e) {
       EXPECT_NE(std::string(e.what()).find("AVX-512"), std::string::npos) << e.what();
@@ -535,13 +535,13 @@ TEST(BertModelPrecision, Bf16CloseToFp32) {
   }
   ExpectCloseToFp32(Precision::kBf16);
 }
-TEST(BertModelPrecision, Int8CloseToFp32) { ExpectCloseToFp32(Precision::kInt8); }
+TEST(EncoderModelPrecision, Int8CloseToFp32) { ExpectCloseToFp32(Precision::kInt8); }
 
-TEST(BertModelPrecision, Fp16OnCpuIsRefusedClearly) {
-  BertOptions opt;
+TEST(EncoderModelPrecision, Fp16OnCpuIsRefusedClearly) {
+  EncoderOptions opt;
   opt.precision = Precision::kFp16;
   try {
-    BertModel::Load(TestDataDir() / "minilm", opt);
+    EncoderModel::Load(TestDataDir() / "minilm", opt);
     ADD_FAILURE() << "fp16 on CPU loaded";
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
@@ -550,7 +550,7 @@ TEST(BertModelPrecision, Fp16OnCpuIsRefusedClearly) {
   }
 }
 
-TEST(BertModelPrecision, ParsesConfigNames) {
+TEST(EncoderModelPrecision, ParsesConfigNames) {
   for (Precision p : {Precision::kFp32, Precision::kBf16, Precision::kFp16, Precision::kInt8}) {
     EXPECT_EQ(ParsePrecision(PrecisionName(p)), p);
   }
@@ -562,7 +562,7 @@ TEST(BertModelPrecision, ParsesConfigNames) {
 // the folder's pooling config. The reference decodes F16/BF16 on its own.
 TEST(BertModelVariants, TinyF16WithPrefixMatchesReference) {
   const fs::path dir = TestDataDir();
-  const auto model = BertModel::Load(dir / "tiny_f16");
+  const auto model = EncoderModel::Load(dir / "tiny_f16");
   EXPECT_EQ(model->dim(), 64);
   EXPECT_EQ(model->pooling(), Pooling::kMean);
   const Reference ref = LoadReference(dir / "tiny_f16_ref.json");
@@ -577,7 +577,7 @@ TEST(BertModelVariants, TinyF16WithPrefixMatchesReference) {
 
 TEST(BertModelVariants, TinyBf16ClsFromPoolingConfigMatchesReference) {
   const fs::path dir = TestDataDir();
-  const auto model = BertModel::Load(dir / "tiny_bf16");
+  const auto model = EncoderModel::Load(dir / "tiny_bf16");
   EXPECT_EQ(model->pooling(), Pooling::kCls);
   const Reference ref = LoadReference(dir / "tiny_bf16_ref.json");
   const Agreement a = CompareInBatches(*model, ref.ids, ref.cls, ref.ids.size());
@@ -631,9 +631,9 @@ class BrokenFolderTest : public ::testing::Test {
   }
 
   // Expects Load to throw std::runtime_error whose message contains every needle.
-  void ExpectLoadError(const std::vector<std::string>& needles, BertOptions opt = {}) {
+  void ExpectLoadError(const std::vector<std::string>& needles, EncoderOptions opt = {}) {
     try {
-      BertModel::Load(dir_, opt);
+      EncoderModel::Load(dir_, opt);
       ADD_FAILURE() << "Load succeeded, expected an error mentioning " << needles.front();
     } catch (const std::runtime_error& e) {
       const std::string msg = e.what();
@@ -646,7 +646,7 @@ class BrokenFolderTest : public ::testing::Test {
   fs::path tmp_, dir_;
 };
 
-TEST_F(BrokenFolderTest, CopyLoads) { EXPECT_NO_THROW(BertModel::Load(dir_)); }
+TEST_F(BrokenFolderTest, CopyLoads) { EXPECT_NO_THROW(EncoderModel::Load(dir_)); }
 
 TEST_F(BrokenFolderTest, MissingFolder) {
   dir_ = tmp_ / "nope";
@@ -754,9 +754,19 @@ TEST_F(BrokenFolderTest, UnsupportedActivation) {
 
 TEST_F(BrokenFolderTest, UnsupportedModelType) {
   json c = ReadJsonFile(dir_ / "config.json");
-  c["model_type"] = "roberta";
+  c["model_type"] = "t5";
+  c["architectures"] = {"T5EncoderModel"};
   WriteFile(dir_ / "config.json", c.dump());
-  ExpectLoadError({"config.json", "roberta"});
+  // The message names what the folder is and what ember serves instead.
+  ExpectLoadError({"config.json", "\"t5\"", "T5EncoderModel", "bert", "xlm-roberta"});
+}
+
+TEST_F(BrokenFolderTest, NegativePaddingId) {
+  json c = ReadJsonFile(dir_ / "config.json");
+  c["model_type"] = "roberta";
+  c["pad_token_id"] = -1;
+  WriteFile(dir_ / "config.json", c.dump());
+  ExpectLoadError({"config.json", "pad_token_id", "-1"});
 }
 
 TEST_F(BrokenFolderTest, UnsupportedPoolingUnlessOverridden) {
@@ -765,9 +775,9 @@ TEST_F(BrokenFolderTest, UnsupportedPoolingUnlessOverridden) {
   p["pooling_mode_max_tokens"] = true;
   WriteFile(dir_ / "1_Pooling" / "config.json", p.dump());
   ExpectLoadError({"1_Pooling", "pooling_mode_max_tokens"});
-  BertOptions opt;
+  EncoderOptions opt;
   opt.pooling = Pooling::kMean;
-  EXPECT_NO_THROW(BertModel::Load(dir_, opt));
+  EXPECT_NO_THROW(EncoderModel::Load(dir_, opt));
 }
 
 TEST_F(BrokenFolderTest, UnsupportedModule) {
@@ -784,7 +794,7 @@ TEST_F(BrokenFolderTest, WithoutSentenceTransformersFiles) {
   fs::remove(dir_ / "modules.json");
   fs::remove(dir_ / "sentence_bert_config.json");
   fs::remove_all(dir_ / "1_Pooling");
-  const auto model = BertModel::Load(dir_);
+  const auto model = EncoderModel::Load(dir_);
   EXPECT_EQ(model->pooling(), Pooling::kMean);
   EXPECT_EQ(model->max_length(), 512);
 }

@@ -1,9 +1,9 @@
 // The fused CPU encoder's building blocks against double-precision references: the erf
 // approximation, the LayerNorm, activation and bf16 conversion passes
-// (engine/bert/cpu/cpu_kernels.h) and the packed dense layer (engine/bert/cpu/packed_dense.h:
+// (engine/encoder/cpu/cpu_kernels.h) and the packed dense layer (engine/encoder/cpu/packed_dense.h:
 // oneDNN when the build has it, else BLAS), including row counts across its 256-row blocks, bf16
 // math and concurrent calls on one layer.
-#include "engine/bert/cpu/cpu_kernels.h"
+#include "engine/encoder/cpu/cpu_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/bert/cpu/packed_dense.h"
+#include "engine/encoder/cpu/packed_dense.h"
 
 namespace ember::engine {
 namespace {

@@ -1,10 +1,10 @@
-// The CUDA encoder (engine/bert/cuda/cuda_encoder.h, BertModel on "cuda" with fused = true)
+// The CUDA encoder (engine/encoder/cuda/cuda_encoder.h, EncoderModel on "cuda" with fused = true)
 // and the ATen forward on CUDA, against the fused CPU encoder in float32 (itself held to the
 // float64 reference by bert_model_test) on fresh random ids: one batch mixing 1 token, odd
 // lengths and 512 tokens, so that a sequence leaking into its neighbour's attention or pooling
 // shows. Four model shapes: MiniLM (head_dim 32), tiny_f16 ("bert." names, head_dim 16),
 // tiny_bf16 (CLS pooling), base_shape (head_dim 64, as bge-base/large); each with the block and
-// the warp LayerNorm kernels (BertOptions::cuda_warp_layernorm). And load/unload
+// the warp LayerNorm kernels (EncoderOptions::cuda_warp_layernorm). And load/unload
 // cycles that must leave no GPU memory behind. Needs a GPU (EMBER_REQUIRE_CUDA=1 makes a
 // missing one a failure).
 #include <ATen/ATen.h>
@@ -24,7 +24,7 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/bert/bert_model.h"
+#include "engine/encoder/encoder_model.h"
 #include "tests/cuda_required.h"
 #include "tests/random_pairs.h"
 
@@ -44,10 +44,10 @@ fs::path TestDataDir() {
 const char* const kModels[] = {"minilm", "tiny_f16", "tiny_bf16", "base_shape"};
 
 // Fresh random ids in a shuffled mix of lengths: 1 token, odd, and the model's longest.
-Ids RandomIds(const BertModel& model, unsigned seed) {
+Ids RandomIds(const EncoderModel& model, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(model.vocab_size() - 1));
-  const auto longest = static_cast<size_t>(model.max_position_embeddings());
+  const auto longest = static_cast<size_t>(model.max_tokens());
   std::vector<size_t> lens = {1, 2, 7, 31, 64, 129, 255, 3, 17, longest, 1, 100};
   std::shuffle(lens.begin(), lens.end(), rng);
   Ids ids;
@@ -90,7 +90,7 @@ Agreement Compare(const std::vector<float>& got, const std::vector<float>& want,
   return a;
 }
 
-// Both LayerNorm layouts of the CUDA encoder (BertOptions::cuda_warp_layernorm).
+// Both LayerNorm layouts of the CUDA encoder (EncoderOptions::cuda_warp_layernorm).
 class CudaEncoderTest : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
  protected:
   void SetUp() override { EMBER_SKIP_WITHOUT_CUDA(); }
@@ -100,8 +100,8 @@ class CudaEncoderTest : public ::testing::TestWithParam<std::tuple<const char*, 
 };
 
 TEST_P(CudaEncoderTest, Float32MatchesCpu) {
-  const auto cpu = BertModel::Load(Dir(), {.threads = 2});
-  const auto gpu = BertModel::Load(Dir(), {.device = "cuda:0", .cuda_warp_layernorm = Warp()});
+  const auto cpu = EncoderModel::Load(Dir(), {.threads = 2});
+  const auto gpu = EncoderModel::Load(Dir(), {.device = "cuda:0", .cuda_warp_layernorm = Warp()});
   EXPECT_TRUE(gpu->packs());
   EXPECT_GT(gpu->memory_bytes(), 0u);
   const unsigned seed = std::random_device{}();
@@ -125,8 +125,8 @@ TEST_P(CudaEncoderTest, Float32MatchesCpu) {
 
 TEST_P(CudaEncoderTest, AtenForwardMatchesCpu) {
   if (Warp()) GTEST_SKIP() << "the ATen forward has no LayerNorm kernels of its own";
-  const auto cpu = BertModel::Load(Dir(), {.threads = 2});
-  const auto gpu = BertModel::Load(Dir(), {.device = "cuda:0", .fused = false});
+  const auto cpu = EncoderModel::Load(Dir(), {.threads = 2});
+  const auto gpu = EncoderModel::Load(Dir(), {.device = "cuda:0", .fused = false});
   EXPECT_FALSE(gpu->packs());
   const unsigned seed = std::random_device{}();
   const Ids ids = RandomIds(*cpu, seed);
@@ -139,8 +139,8 @@ TEST_P(CudaEncoderTest, AtenForwardMatchesCpu) {
 TEST(CudaClassifier, ScoresPairsAsTheCpuDoes) {
   EMBER_SKIP_WITHOUT_CUDA();
   const fs::path dir = TestDataDir() / "classifier";
-  const auto cpu = BertModel::Load(dir, {.threads = 2});
-  const auto gpu = BertModel::Load(dir, {.device = "cuda:0"});
+  const auto cpu = EncoderModel::Load(dir, {.threads = 2});
+  const auto gpu = EncoderModel::Load(dir, {.device = "cuda:0"});
   EXPECT_FALSE(gpu->packs());
   const unsigned seed = std::random_device{}();
   const TokenBatch pairs = RandomPairs(*cpu, seed);
@@ -154,14 +154,14 @@ TEST(CudaClassifier, ScoresPairsAsTheCpuDoes) {
 // texts are already close in cosine, so each row must also be nearer its own float32 row than
 // any other's.
 TEST_P(CudaEncoderTest, ReducedPrecisionStaysClose) {
-  const auto cpu = BertModel::Load(Dir(), {.threads = 2});
+  const auto cpu = EncoderModel::Load(Dir(), {.threads = 2});
   const unsigned seed = std::random_device{}();
   const Ids ids = RandomIds(*cpu, seed);
   const std::vector<float> want = cpu->Embed(ids);
   for (const Precision p : {Precision::kFp16, Precision::kBf16}) {
     for (const bool fused : {true, false}) {
       if (!fused && Warp()) continue;
-      const auto gpu = BertModel::Load(
+      const auto gpu = EncoderModel::Load(
           Dir(),
           {.device = "cuda:0", .precision = p, .fused = fused, .cuda_warp_layernorm = Warp()});
       const Agreement a = Compare(gpu->Embed(ids), want, static_cast<size_t>(cpu->dim()));
@@ -189,8 +189,8 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaEncoderTest,
 // another batch's vectors or half-written ones.
 TEST(CudaEncoderConcurrency, TwoThreadsAtOnceMatchOneAtATime) {
   EMBER_SKIP_WITHOUT_CUDA();
-  const auto gpu = BertModel::Load(TestDataDir() / "minilm",
-                                   {.device = "cuda:0", .precision = Precision::kFp16});
+  const auto gpu = EncoderModel::Load(TestDataDir() / "minilm",
+                                      {.device = "cuda:0", .precision = Precision::kFp16});
   const unsigned seed = std::random_device{}();
   const Ids a = RandomIds(*gpu, seed), b = RandomIds(*gpu, seed + 1);
   const std::vector<float> want_a = gpu->Embed(a), want_b = gpu->Embed(b);
@@ -227,7 +227,7 @@ TEST(CudaEncoderMemory, LoadUnloadCyclesLeaveNoMemory) {
   const std::vector<std::vector<int32_t>> ids = {{101, 2000, 102}, std::vector<int32_t>(300, 7)};
   auto cycle = [&](int i) {
     const Precision p = i % 2 ? Precision::kFp16 : Precision::kFp32;
-    const auto model = BertModel::Load(dir, {.device = "cuda:0", .precision = p});
+    const auto model = EncoderModel::Load(dir, {.device = "cuda:0", .precision = p});
     ASSERT_EQ(model->Embed(ids).size(), 2 * static_cast<size_t>(model->dim()));
   };
   auto allocated = [] {

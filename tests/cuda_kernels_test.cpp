@@ -1,10 +1,11 @@
-// engine/bert/cuda/cuda_kernels.h against their CPU references (engine/bert/cpu/cpu_kernels.h,
-// engine/pooling.h) on fresh random inputs of several shapes (1 row, odd widths, 512-token
-// sequences) in float32, float16 and bfloat16, the LayerNorms in both row layouts (the warp one
-// had not yet run on a GPU when it was written). Outputs are poisoned with NaN before each kernel
-// runs, so an element it fails to write shows. Needs a GPU (EMBER_REQUIRE_CUDA=1 makes a
-// missing one a failure); the seed of each run is printed with any failure.
-#include "engine/bert/cuda/cuda_kernels.h"
+// engine/encoder/cuda/cuda_kernels.h against their CPU references
+// (engine/encoder/cpu/cpu_kernels.h, engine/pooling.h) on fresh random inputs of several shapes (1
+// row, odd widths, 512-token sequences) in float32, float16 and bfloat16, the LayerNorms in both
+// row layouts (the warp one had not yet run on a GPU when it was written). Outputs are poisoned
+// with NaN before each kernel runs, so an element it fails to write shows. Needs a GPU
+// (EMBER_REQUIRE_CUDA=1 makes a missing one a failure); the seed of each run is printed with any
+// failure.
+#include "engine/encoder/cuda/cuda_kernels.h"
 
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAStream.h>
@@ -17,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/bert/cpu/cpu_kernels.h"
+#include "engine/encoder/cpu/cpu_kernels.h"
 #include "engine/pooling.h"
 #include "tests/cuda_required.h"
 

@@ -9,15 +9,15 @@
 #include <random>
 #include <vector>
 
-#include "engine/bert/bert_model.h"
+#include "engine/encoder/encoder_model.h"
 #include "engine/token_batch.h"
 
 namespace ember::engine {
 
-inline TokenBatch RandomPairs(const BertModel& model, unsigned seed) {
+inline TokenBatch RandomPairs(const EncoderModel& model, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> id(1000, static_cast<int32_t>(model.vocab_size() - 1));
-  const auto longest = static_cast<std::size_t>(model.max_position_embeddings());
+  const auto longest = static_cast<std::size_t>(model.max_tokens());
   // (first, second) lengths without the special tokens; second 0: a single text.
   std::vector<std::pair<std::size_t, std::size_t>> lens = {
       {1, 1}, {5, 30}, {30, 5}, {0, 7}, {12, 0}, {longest / 2 - 2, longest - longest / 2 - 1}};

@@ -7,7 +7,7 @@
 // Versions are directories named by positive integers. config.toml keys
 // (all optional; docs/models.md describes them):
 //
-//   backend = "auto" | "bert" | "torchscript"
+//   backend = "auto" | "encoder" (or "bert") | "torchscript"
 //   path = "model.pt"            # file or folder inside the version directory
 //   max-batch-size, max-queue-delay-us, max-batch-tokens, max-queue,
 //   preferred-batch-sizes                       # the model's batcher

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "engine/bert/cpu/vector_clones.h"
+#include "engine/encoder/cpu/vector_clones.h"
 
 namespace ember::bench {
 namespace {

@@ -3,7 +3,7 @@
 // block kept in L2) by ember-attention-bench (docs/performance.md "Fused attention"). It never
 // writes a score matrix: per (sequence, head) and block of queries it walks the keys in
 // blocks, keeping a running max, sum and context (online softmax). Adopted into
-// engine/bert/cpu only if it measures faster.
+// engine/encoder/cpu only if it measures faster.
 #ifndef EMBER_BENCH_ATTENTION_FLASH_ATTENTION_H_
 #define EMBER_BENCH_ATTENTION_FLASH_ATTENTION_H_
 

@@ -1,4 +1,4 @@
-// ember-gpu-model-bench: BertModel::Embed on a GPU over a file of token ids, the ember half of
+// ember-gpu-model-bench: EncoderModel::Embed on a GPU over a file of token ids, the ember half of
 // scripts/gpu-model-bench.sh (bench/gpu/hf_forward.py is the HuggingFace half, on the same ids).
 //
 // Reads {"ids": [[...], ...]} (bench/gpu/make_ids.py), splits it in file order into batches of
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/bert/bert_model.h"
+#include "engine/encoder/encoder_model.h"
 
 namespace {
 
@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 namespace ew = ember::engine;
 
 int Run(int argc, char** argv) {
-  CLI::App app{"ember-gpu-model-bench: BertModel::Embed on a GPU over a file of token ids"};
+  CLI::App app{"ember-gpu-model-bench: EncoderModel::Embed on a GPU over a file of token ids"};
   std::string model_dir, ids_file, precision_name = "fp16", encoder = "fused", device = "cuda:0";
   std::string json_out, vectors_out, layernorm = "warp";
   size_t batch_texts = 512, vector_count = 256;
@@ -64,10 +64,11 @@ int Run(int argc, char** argv) {
     batches.push_back(std::move(b));
   }
 
-  const auto model = ew::BertModel::Load(model_dir, {.device = device,
-                                                     .precision = *precision,
-                                                     .fused = encoder == "fused",
-                                                     .cuda_warp_layernorm = layernorm == "warp"});
+  const auto model =
+      ew::EncoderModel::Load(model_dir, {.device = device,
+                                         .precision = *precision,
+                                         .fused = encoder == "fused",
+                                         .cuda_warp_layernorm = layernorm == "warp"});
   const at::Device dev(device);
   std::vector<float> first;
   for (const ew::TokenBatch& b : batches) {  // warm-up pass; keeps the vectors asked for

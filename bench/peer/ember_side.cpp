@@ -6,7 +6,7 @@
 //       sequences ember-model-bench times (seed 1000 * length + batch; [CLS], ids in
 //       [1000, 30000), [SEP]; no padding). Both sides read this one file.
 //   ember-peer-side --model DIR --inputs INPUTS.json --threads N --out-dir DIR --json OUT.json
-//       times BertModel::Embed on every cell like model_bench (1 warm-up call, then at least
+//       times EncoderModel::Embed on every cell like model_bench (1 warm-up call, then at least
 //       --min-iters calls and at least --min-seconds; a cell stops early once --max-seconds have
 //       passed and at least one timed call was made, for the slow 128 x 256 cells) and writes
 //       the warm-up call's embeddings to OUT_DIR/ember_t{N}_b{B}_l{L}.f32 (row-major float32).
@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "bench/random_ids.h"
-#include "engine/bert/bert_model.h"
+#include "engine/encoder/encoder_model.h"
 #include "engine/torchscript/torchscript_backend.h"
 
 namespace {
@@ -96,16 +96,16 @@ int main(int argc, char** argv) {
     }
     std::ifstream in(inputs);
     const json shared = json::parse(in);
-    ew::BertOptions opt;
+    ew::EncoderOptions opt;
     opt.threads = threads;
     const auto parsed = ew::ParsePrecision(precision);
     if (!parsed) throw std::runtime_error("--precision: expected fp32, bf16, fp16 or int8");
     opt.precision = *parsed;
     opt.fused = !aten;
-    std::unique_ptr<ew::BertModel> bert;
+    std::unique_ptr<ew::EncoderModel> bert;
     std::unique_ptr<ew::Backend> script;
     if (torchscript.empty()) {
-      bert = ew::BertModel::Load(model, opt);
+      bert = ew::EncoderModel::Load(model, opt);
     } else {
       script = ew::LoadTorchScript(torchscript, {.threads = threads}).backend;
     }

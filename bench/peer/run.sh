@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark: ember's BertModel::Embed vs ONNX Runtime (onnxruntime from PyPI, in the
+# Side-by-side benchmark: ember's EncoderModel::Embed vs ONNX Runtime (onnxruntime from PyPI, in the
 # project's Python environment) on the same seeded model and the same seeded ids
 # (docs/performance.md "Versus ONNX Runtime").
 #

@@ -1,0 +1,40 @@
+// Reading a model's config.json for its family's parser (engine/encoder/encoder_families.h):
+// the checks every family makes, each failure a std::runtime_error naming the file and the key.
+#ifndef EMBER_ENGINE_ENCODER_CONFIG_JSON_H_
+#define EMBER_ENGINE_ENCODER_CONFIG_JSON_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/encoder/encoder_config.h"
+
+namespace ember::engine::config_json {
+
+using Json = nlohmann::json;
+
+[[noreturn]] void Fail(const std::string& what);
+// A JSON file, parsed; fails naming it when it cannot be read or parsed.
+Json Read(const std::filesystem::path& path);
+// The integer at `key`, at least `min` (fails naming the key when missing or smaller).
+int64_t IntAtLeast(const Json& j, const char* key, const std::filesystem::path& file, int64_t min);
+inline int64_t PositiveInt(const Json& j, const char* key, const std::filesystem::path& file) {
+  return IntAtLeast(j, key, file, 1);
+}
+// A positive number (layer_norm_eps, ...) if the key is there.
+void ReadPositive(const Json& j, const char* key, const std::filesystem::path& file, double& out);
+// hidden_act as ember's Activation; fails naming an unsupported one.
+Activation ParseActivation(const Json& value, const std::filesystem::path& file);
+// The shape every family has: hidden_size, num_hidden_layers, num_attention_heads,
+// intermediate_size, vocab_size, max_position_embeddings (checked: heads divide hidden).
+void ReadShape(const Json& j, const std::filesystem::path& file, EncoderConfig& c);
+// Whether `architectures` names a ...ForSequenceClassification model, and its labels in id order
+// as HF's PretrainedConfig resolves them (id2label, else num_labels, else two).
+bool IsSequenceClassifier(const Json& config);
+std::vector<std::string> Labels(const Json& config, const std::filesystem::path& file);
+
+}  // namespace ember::engine::config_json
+
+#endif  // EMBER_ENGINE_ENCODER_CONFIG_JSON_H_

@@ -1,0 +1,160 @@
+#include "engine/encoder/cpu/cpu_encoder.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/encoder/cpu/cpu_kernels.h"
+#include "engine/encoder/cpu/sgemm.h"
+#include "engine/encoder/positions.h"
+
+namespace ember::engine {
+
+// Work is split into items of (sequence, group of heads) sized so one item's score block stays
+// in the core's L2 cache between its QK^T, softmax and PV (instead of one pass per op over all
+// B x nh x L x L scores in memory). Only a sequence's own keys and queries are used, which is
+// what an additive -inf key mask over padding yields (exp underflows to exactly 0).
+void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<const int64_t> lens,
+                  int64_t nh, int64_t hd, float* ctx) {
+  const auto b = static_cast<int64_t>(lens.size());
+  const int64_t h = nh * hd, ld_qkv = 3 * h;
+  // Score floats per item: 256 KiB, a quarter of this CPU's 1 MiB per-core L2.
+  constexpr int64_t kScoreBudget = 64 * 1024;
+  const int64_t longest = *std::max_element(lens.begin(), lens.end());
+  const int64_t group = std::clamp<int64_t>(kScoreBudget / (longest * longest), 1, nh);
+  const int64_t groups = (nh + group - 1) / group;
+  at::parallel_for(0, b * groups, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t bi = item / groups, h0 = (item % groups) * group;
+      const int64_t heads = std::min(group, nh - h0), n = lens[static_cast<size_t>(bi)];
+      at::Tensor scores = at::empty({heads, n, n}, at::kFloat);
+      float* s = scores.data_ptr<float>();
+      const float* base = qkv + starts[static_cast<size_t>(bi)] * ld_qkv;
+      for (int64_t i = 0; i < heads; ++i) {
+        const float* q = base + (h0 + i) * hd;
+        // Column-major S^T [keys x queries] = K * Q^T, i.e. row-major S [queries x keys].
+        Sgemm(true, false, n, n, hd, q + h, ld_qkv, q, ld_qkv, s + i * n * n, n);
+      }
+      at::_softmax_out(scores, scores, -1, false);  // row-wise, safe in place
+      for (int64_t i = 0; i < heads; ++i) {
+        const float* v = base + 2 * h + (h0 + i) * hd;
+        // Column-major C^T [hd x queries] = V^T * P^T, i.e. row-major context rows.
+        Sgemm(false, false, hd, n, n, v, ld_qkv, s + i * n * n, n,
+              ctx + starts[static_cast<size_t>(bi)] * h + (h0 + i) * hd, h);
+      }
+    }
+  });
+}
+
+namespace {
+
+// f(first_row, end_row) over row blocks of at least ~16K floats each, in parallel unless the
+// caller is already inside a parallel region (at::parallel_for then runs inline).
+template <class F>
+void ForRows(int64_t rows, int64_t cols, F&& f) {
+  at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / cols), std::forward<F>(f));
+}
+
+// The whole encoder for sequences [first, first + count) of the batch, packed back to back as
+// they lie in it; their pooled (and normalised) rows go to out [count x H].
+void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t first, size_t count,
+                 Pooling pooling, bool normalize, float* out) {
+  const int64_t h = w.hidden, ffn = w.intermediate, hd = h / w.heads;
+  const int32_t base = batch.offsets()[first];
+  std::vector<int64_t> starts(count), lens(count);
+  for (size_t i = 0; i < count; ++i) {
+    starts[i] = batch.offsets()[first + i] - base;
+    lens[i] = static_cast<int64_t>(batch.length(first + i));
+  }
+  const int64_t rows = batch.offsets()[first + count] - base;
+  // x: the hidden states; qkv: the fused QKV output, then (its first rows * h floats) the
+  // output of the attention-output and FFN-output GEMMs; ctx: attention context; inner: the
+  // FFN's intermediate activations.
+  const at::Tensor buffer = at::empty({rows * (5 * h + ffn)}, at::kFloat);
+  float* const x = buffer.data_ptr<float>();
+  float* const qkv = x + rows * h;
+  float* const ctx = qkv + rows * 3 * h;
+  float* const inner = ctx + rows * h;
+  float* const tmp = qkv;
+
+  at::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const auto seq = batch.sequence(first + static_cast<size_t>(i));
+      float* row = x + starts[static_cast<size_t>(i)] * h;
+      for (size_t t = 0; t < seq.size(); ++t) {
+        std::copy_n(w.word_emb + static_cast<int64_t>(seq[t]) * h, h,
+                    row + static_cast<int64_t>(t) * h);
+      }
+      // + position (rows 0..len-1 of the table, contiguous) + token type (0; a pair's
+      // second segment 1), then LayerNorm.
+      const auto len = lens[static_cast<size_t>(i)];
+      const auto second = static_cast<int64_t>(batch.second_start(first + static_cast<size_t>(i)));
+      if (HasPaddingToken(seq, w.pad_id)) {
+        // A typed padding token (RoBERTa): each token's own position row, one row at a time.
+        std::vector<int64_t> positions(seq.size());
+        PositionRows(seq, 0, w.pad_id, positions.data());
+        for (int64_t t = 0; t < len; ++t) {
+          AddLayerNorm(row + t * h, w.pos_emb + positions[static_cast<size_t>(t)] * h,
+                       second != 0 && t >= second ? w.type_emb1 : w.type_emb0, w.emb_ln_w,
+                       w.emb_ln_b, 1, h, w.eps);
+        }
+        continue;
+      }
+      const int64_t ones = second == 0 ? 0 : len - second;
+      AddLayerNorm(row, w.pos_emb, w.type_emb0, w.emb_ln_w, w.emb_ln_b, len - ones, h, w.eps);
+      if (ones > 0) {
+        AddLayerNorm(row + second * h, w.pos_emb + second * h, w.type_emb1, w.emb_ln_w, w.emb_ln_b,
+                     ones, h, w.eps);
+      }
+    }
+  });
+
+  for (const CpuEncoderWeights::Layer& l : w.layers) {
+    l.qkv.Apply(x, rows, qkv);
+    CpuAttention(qkv, starts, lens, w.heads, hd, ctx);
+    l.attn_out.Apply(ctx, rows, tmp);
+    ForRows(rows, h, [&](int64_t r0, int64_t r1) {
+      AddLayerNorm(x + r0 * h, tmp + r0 * h, nullptr, l.ln1_w, l.ln1_b, r1 - r0, h, w.eps);
+    });
+    l.inter.Apply(x, rows, inner);
+    l.out.Apply(inner, rows, tmp);
+    ForRows(rows, h, [&](int64_t r0, int64_t r1) {
+      AddLayerNorm(x + r0 * h, tmp + r0 * h, nullptr, l.ln2_w, l.ln2_b, r1 - r0, h, w.eps);
+    });
+  }
+
+  PoolRows(x, h, starts, lens, pooling, normalize, out);
+}
+
+// Tokens per EncodeChunk: a batch's sequences run in chunks of at most this many rows (a longer
+// sequence alone), so that the activations (x, qkv, ctx and the FFN's: 13.5 KiB per row for
+// MiniLM, 7 MiB per chunk) stay in cache from one op to the next instead of streaming through
+// memory at every op of a large batch. The weights are read again per chunk, which at 512 rows is
+// one byte per 256 FLOPs.
+constexpr int64_t kChunkRows = 512;
+
+}  // namespace
+
+void CpuEncode(const CpuEncoderWeights& w, const TokenBatch& batch, Pooling pooling, bool normalize,
+               float* out) {
+  size_t first = 0;
+  int64_t rows = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto len = static_cast<int64_t>(batch.length(i));
+    if (i > first && rows + len > kChunkRows) {
+      EncodeChunk(w, batch, first, i - first, pooling, normalize,
+                  out + static_cast<int64_t>(first) * w.hidden);
+      first = i;
+      rows = 0;
+    }
+    rows += len;
+  }
+  if (first < batch.size()) {
+    EncodeChunk(w, batch, first, batch.size() - first, pooling, normalize,
+                out + static_cast<int64_t>(first) * w.hidden);
+  }
+}
+
+}  // namespace ember::engine

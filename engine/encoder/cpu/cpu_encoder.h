@@ -1,0 +1,69 @@
+// The float32 encoder forward on CPU, on raw pointers: ember's default CPU path (EncoderModel
+// with precision fp32 or bf16 on device "cpu"; docs/performance.md "Fused fp32 path").
+//
+// Against the same forward written as ATen ops (EncoderOptions::fused = false) it differs in four
+// ways; docs/performance.md "Fused fp32 path" measures each:
+//  - Sequences are packed, not padded: the rows of all sequences lie back to back, dense
+//    layers run on sum(lengths) rows and attention per sequence, so a batch of mixed lengths
+//    costs what its tokens cost.
+//  - Each layer is 4 GEMMs on weights packed at load with the bias and GELU in their epilogue
+//    (packed_dense.h: oneDNN, or the system BLAS), attention on the system BLAS, and 2 fused
+//    residual + LayerNorm passes (cpu_kernels.h) on preallocated buffers, instead of ~25 ATen
+//    ops with their allocations.
+//  - Large batches run in chunks of up to 512 tokens, whose activations stay in cache.
+//  - Threads share each op (oneDNN / BLAS / at::parallel_for inside it).
+//
+// This header is free of LibTorch; the .cpp uses ATen's parallel_for and softmax.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/encoder/cpu/packed_dense.h"
+#include "engine/pooling.h"
+#include "engine/token_batch.h"
+
+namespace ember::engine {
+
+// The dense layers are owned; the other pointers borrow float32 row-major contiguous tensors
+// that the caller keeps alive.
+struct CpuEncoderWeights {
+  int64_t hidden = 0, heads = 0, intermediate = 0;
+  float eps = 1e-12f;
+  const float* word_emb = nullptr;  // [vocab, H]
+  // [max_tokens, H]: row t is the position of a sequence's token t (EncoderConfig's
+  // position_offset applied); with a padding id, row -1 is a padding token's (positions.h).
+  const float* pos_emb = nullptr;
+  int64_t pad_id = -1;
+  const float* type_emb0 = nullptr;  // [H]: token type 0 (single texts, a pair's first)
+  const float* type_emb1 = nullptr;  // [H]: token type 1 (a pair's second); null: none
+  const float* emb_ln_w = nullptr;   // [H]
+  const float* emb_ln_b = nullptr;   // [H]
+  struct Layer {
+    PackedDense qkv;               // H -> 3H: query, key, value; query pre-scaled by 1/sqrt(hd)
+    PackedDense attn_out;          // H -> H
+    const float* ln1_w = nullptr;  // [H]
+    const float* ln1_b = nullptr;  // [H]
+    PackedDense inter;             // H -> I, with the activation
+    PackedDense out;               // I -> H
+    const float* ln2_w = nullptr;  // [H]
+    const float* ln2_b = nullptr;  // [H]
+  };
+  std::vector<Layer> layers;
+};
+
+// Embeds the batch's sequences (each non-empty, at most max_pos long, ids in range: the caller
+// checks) into out [batch.size() x H], pooled (kMean or kCls) and, if normalize, L2-normalised
+// (engine/pooling.h). Uses the calling thread's at::get_num_threads() threads. Safe to call
+// concurrently.
+void CpuEncode(const CpuEncoderWeights& w, const TokenBatch& batch, Pooling pooling, bool normalize,
+               float* out);
+
+// Self-attention of float32 rows. qkv: [rows, 3H] (Q already scaled by 1/sqrt(hd)); sequence
+// i occupies rows [starts[i], starts[i] + lens[i]). Writes those rows of ctx [rows, H]; other
+// rows are left as they are. Splits (sequence, group of heads) items over at::parallel_for.
+void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<const int64_t> lens,
+                  int64_t heads, int64_t head_dim, float* ctx);
+
+}  // namespace ember::engine

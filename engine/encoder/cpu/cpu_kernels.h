@@ -1,0 +1,42 @@
+// Float32 element-wise kernels of the fused CPU encoder (engine/encoder/cpu/cpu_encoder.h): the
+// passes that ONNX Runtime fuses and LibTorch 1.13 runs as separate ops (bias + GELU, bias +
+// residual + LayerNorm). Each is one pass over rows that are still in cache after the GEMM that
+// produced them, with no allocation.
+//
+// Plain loops that the compiler vectorises; the .cpp builds each for x86-64-v4 (AVX-512),
+// x86-64-v3 (AVX2 + FMA) and baseline x86-64 and picks one at load time (target_clones), so
+// one binary runs everywhere and uses the widest vectors the CPU has. No LibTorch here.
+#pragma once
+
+#include <cstdint>
+
+namespace ember::engine {
+
+// A BERT config's hidden_act.
+enum class Activation {
+  kGeluErf,   // "gelu": x * (1 + erf(x / sqrt 2)) / 2
+  kGeluTanh,  // "gelu_new" / "gelu_pytorch_tanh" / "gelu_fast": the tanh approximation
+  kRelu,
+};
+
+// erf(x) in float32: Eigen's rational approximation on [-4, 4] (clamped outside, where erf
+// is +-1 in float32). Max abs error vs std::erf < 1e-6 over the whole line (checked by
+// cpu_kernels_test); vectorises, unlike std::erf.
+float FastErf(float x);
+
+// Row-major y [rows x n]: y[r][c] += bias[c].
+void AddBias(float* y, int64_t rows, int64_t n, const float* bias);
+
+// Row-major y [rows x n]: y[r][c] = act(y[r][c] + bias[c]).
+void BiasActivation(float* y, int64_t rows, int64_t n, const float* bias, Activation act);
+
+// Row-major x, y [rows x n]: x[r] = LayerNorm(x[r] + y[r] + bias) * gamma + beta (statistics
+// over the row, biased variance, eps inside the square root, as torch.nn.LayerNorm).
+// y may be null (no residual); bias may be null.
+void AddLayerNorm(float* x, const float* y, const float* bias, const float* gamma,
+                  const float* beta, int64_t rows, int64_t n, float eps);
+
+// n floats to bfloat16 (the upper 16 bits, rounded to nearest even; inputs are finite).
+void ToBf16(const float* x, int64_t n, uint16_t* y);
+
+}  // namespace ember::engine

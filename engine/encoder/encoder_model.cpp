@@ -1,0 +1,627 @@
+#include "engine/encoder/encoder_model.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/core/StreamGuard.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include "engine/encoder/aten_dense.h"
+#include "engine/encoder/classifier_head.h"
+#include "engine/encoder/cpu/cpu_encoder.h"
+#include "engine/encoder/encoder_config.h"
+#include "engine/encoder/encoder_families.h"
+#include "engine/encoder/positions.h"
+#include "engine/encoder/safetensors.h"
+#include "engine/encoder/sentence_transformers_config.h"
+#include "engine/encoder/stream_lanes.h"
+#ifdef EMBER_HAVE_CUDA_ENCODER
+#include "engine/encoder/cuda/cuda_encoder.h"
+#endif
+
+namespace ember::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void Fail(const std::string& what) {
+  throw std::runtime_error("EncoderModel: " + what);
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+// Copies one tensor out of the mapping as float32 (on CPU), checking its shape.
+at::Tensor LoadTensor(const SafeTensorsFile& file, const std::string& name,
+                      const std::vector<int64_t>& expected) {
+  const SafeTensorInfo& info = file.at(name);
+  if (info.shape != expected) {
+    Fail(file.path().string() + ": tensor '" + name + "' has shape " + ShapeString(info.shape) +
+         ", config.json implies " + ShapeString(expected));
+  }
+  at::ScalarType st;
+  if (info.dtype == "F32") {
+    st = at::kFloat;
+  } else if (info.dtype == "F16") {
+    st = at::kHalf;
+  } else if (info.dtype == "BF16") {
+    st = at::kBFloat16;
+  } else if (info.dtype == "F64") {
+    st = at::kDouble;
+  } else {
+    Fail(file.path().string() + ": tensor '" + name + "' has unsupported dtype " + info.dtype +
+         " (supported: F32, F16, BF16, F64)");
+  }
+  // Copy instead of from_blob: the mapping goes away after loading and the data
+  // may be unaligned.
+  at::Tensor t = at::empty(info.shape, at::TensorOptions().dtype(st));
+  std::memcpy(t.data_ptr(), file.data(info), info.nbytes());
+  t = t.to(at::kFloat);
+  if (!at::isfinite(t).all().item<bool>()) {
+    Fail(file.path().string() + ": tensor '" + name + "' contains NaN or Inf");
+  }
+  return t;
+}
+
+struct Layer {
+  Dense qkv;  // query/key/value fused: [3H, H], [3H]; query rows pre-scaled by 1/sqrt(hd)
+  Dense attn_out, inter, out;
+  at::Tensor ln1_w, ln1_b, ln2_w, ln2_b;
+};
+
+}  // namespace
+
+struct EncoderModel::Impl {
+  EncoderConfig cfg;
+  EncoderLayout layout;
+  Pooling pooling = Pooling::kMean;
+  bool normalize = true;
+  int threads = 0;
+  int64_t max_length = 0;
+  at::Device device{at::kCPU};
+  Precision precision = Precision::kFp32;
+  // Dtype of the hidden states between layers: float32 on CPU (reduced precision is only in
+  // the GEMMs there), the compute dtype on CUDA.
+  at::ScalarType act_dtype = at::kFloat;
+  // CUDA: streams of this model's own, one per call in flight, so that its kernels and input
+  // copies queue neither behind other work on the device's default stream nor behind each
+  // other. nullopt on CPU. Mutable: leasing (thread-safe) is no change to the model.
+  mutable std::optional<StreamLanes> streams;
+  at::Tensor word_emb, pos_emb, type_emb, emb_ln_w, emb_ln_b;
+  at::Tensor type_emb0;  // type_emb's row 0, the token type of single texts
+  std::vector<Layer> layers;
+  // A sequence classifier's pooler and classifier (EncoderConfig::labels); nullopt for an encoder.
+  std::optional<ClassifierHead> head;
+  // fp32 / bf16 on CPU with EncoderOptions::fused: the encoder CpuEncode runs. It owns the packed
+  // dense layers (the Dense members of `layers` stay empty) and points into the tensors above.
+  std::optional<CpuEncoderWeights> fused;
+#ifdef EMBER_HAVE_CUDA_ENCODER
+  // fp32 / fp16 / bf16 on CUDA with EncoderOptions::fused: the encoder CudaEncode runs. Its dense
+  // weights are its own (the Dense members of `layers` stay empty); the rest is shared.
+  std::optional<CudaEncoderWeights> cuda_fused;
+#endif
+
+  at::Tensor Activate(const at::Tensor& x) const {
+    switch (cfg.act) {
+      case Activation::kGeluTanh:
+        return at::gelu(x, "tanh");
+      case Activation::kRelu:
+        return at::relu(x);
+      case Activation::kGeluErf:
+        break;
+    }
+    return at::gelu(x);  // exact erf GELU, as HF "gelu"
+  }
+
+  // ids: [B, L] int64, mask: [B, L] float (1 = token, 0 = padding), lens[b]: tokens of
+  // sequence b; positions: [B, L] int64 rows of the position table (positions.h); types:
+  // [B, L] int64 token types, or undefined for all 0. Returns the last hidden states, float32
+  // [B, L, H] on the device.
+  at::Tensor Forward(const at::Tensor& ids, const at::Tensor& mask,
+                     const std::vector<int64_t>& lens, const at::Tensor& positions,
+                     const at::Tensor& types) const {
+    const int64_t b = ids.size(0), len = ids.size(1), h = cfg.hidden, nh = cfg.heads;
+    const int64_t hd = h / nh;
+    const bool cpu = device.is_cpu();
+
+    at::Tensor x = at::embedding(word_emb, ids) + at::embedding(pos_emb, positions) +
+                   (types.defined() ? at::embedding(type_emb, types) : type_emb0);
+    x = at::layer_norm(x.view({b * len, h}), {h}, emb_ln_w, emb_ln_b, cfg.eps);
+
+    // Other devices: additive key mask, broadcast over heads and query positions [B, 1, 1, L].
+    at::Tensor key_bias;
+    if (!cpu) {
+      key_bias = (1.0 - mask).mul(std::numeric_limits<float>::lowest()).view({b, 1, 1, len});
+    }
+    bool padded = false;
+    for (int64_t n : lens) padded = padded || n != len;
+    for (const Layer& l : layers) {
+      at::Tensor qkv = l.qkv(x).to(act_dtype);  // [B*L, 3H], Q pre-scaled
+      at::Tensor ctx;
+      if (cpu) {
+        // Padded query rows are not computed (see CpuAttention); zero them so they stay finite.
+        ctx = padded ? at::zeros({b * len, h}, x.options()) : at::empty({b * len, h}, x.options());
+        std::vector<int64_t> starts(lens.size());
+        for (size_t i = 0; i < starts.size(); ++i) starts[i] = static_cast<int64_t>(i) * len;
+        CpuAttention(qkv.contiguous().data_ptr<float>(), starts, lens, nh, hd,
+                     ctx.data_ptr<float>());
+      } else {
+        // [B*L, 3H] -> [3, B, nh, L, hd]
+        const at::Tensor p = qkv.view({b, len, 3, nh, hd}).permute({2, 0, 3, 1, 4});
+        at::Tensor scores = at::matmul(p[0], p[1].transpose(-2, -1));  // [B, nh, L, L]
+        scores.add_(key_bias);
+        ctx = at::matmul(at::softmax(scores, -1), p[2]).permute({0, 2, 1, 3}).reshape({b * len, h});
+      }
+      x = at::layer_norm(l.attn_out(ctx).to(act_dtype).add_(x), {h}, l.ln1_w, l.ln1_b, cfg.eps);
+      // bf16 on CPU: GELU runs on the bf16 GEMM output and feeds the next GEMM as is.
+      const at::Tensor inter = Activate(l.inter(x));
+      x = at::layer_norm(l.out(inter).to(act_dtype).add_(x), {h}, l.ln2_w, l.ln2_b, cfg.eps);
+    }
+    return x.view({b, len, h}).to(at::kFloat);
+  }
+};
+
+EncoderModel::EncoderModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EncoderModel::~EncoderModel() = default;
+
+std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
+                                                 const EncoderOptions& options) {
+  if (!fs::is_directory(dir)) Fail("model folder " + dir.string() + " does not exist");
+  auto impl = std::make_unique<Impl>();
+
+  try {
+    impl->device = at::Device(options.device);
+  } catch (const std::exception&) {
+    Fail("invalid device \"" + options.device + "\" (expected e.g. \"cpu\" or \"cuda:0\")");
+  }
+  if (impl->device.is_cuda() && !at::hasCUDA()) {
+    Fail("device \"" + options.device + "\" requested but this LibTorch build has no usable CUDA");
+  }
+  if (options.threads > 0) at::set_num_threads(options.threads);
+  impl->precision = options.precision;
+  switch (options.precision) {
+    case Precision::kFp32:
+      break;
+    case Precision::kBf16:
+      // CPU bf16 GEMMs go through oneDNN; without it LibTorch 1.13 falls back to a slow
+      // reference kernel, which would make "bf16" a slowdown.
+      if (!impl->device.is_cuda() && !at::hasMKLDNN()) {
+        Fail(
+            "precision \"bf16\" on CPU needs LibTorch built with oneDNN (MKLDNN); this one "
+            "is not");
+      }
+      if (!impl->device.is_cuda() && !PackedDense::Supports(PackedDense::Math::kBf16)) {
+        // Below AVX-512, oneDNN and LibTorch have only reference bf16 kernels: a slowdown.
+        Fail(
+            "precision \"bf16\" on CPU needs AVX-512 (avx512_core) for fast bf16 kernels, "
+            "which this CPU lacks; use \"fp32\" or \"int8\" here");
+      }
+      break;
+    case Precision::kFp16:
+      if (!impl->device.is_cuda()) {
+        Fail("precision \"fp16\" is only supported on CUDA devices (device \"" + options.device +
+             "\"): LibTorch has no fast float16 GEMM on CPU; use \"bf16\" or \"int8\" there");
+      }
+      break;
+    case Precision::kInt8: {
+      if (impl->device.is_cuda()) {
+        Fail(
+            "precision \"int8\" is only supported on CPU (LibTorch's dynamic quantization); "
+            "use \"fp16\" or \"bf16\" on \"" +
+            options.device + "\"");
+      }
+      const auto& engines = at::globalContext().supportedQEngines();
+      if (std::find(engines.begin(), engines.end(), at::QEngine::ONEDNN) == engines.end()) {
+        Fail(
+            "precision \"int8\" needs LibTorch's oneDNN quantized engine, which this build "
+            "lacks");
+      }
+      // Process-wide: the engine LibTorch's quantized ops dispatch to. oneDNN uses VNNI int8
+      // instructions where the CPU has them; qnnpack (the other engine in Debian's build) is
+      // a mobile ARM-first kernel and measured several times slower than fp32 here.
+      at::globalContext().setQEngine(at::QEngine::ONEDNN);
+      break;
+    }
+  }
+  if (impl->device.is_cuda()) {
+    if (options.precision == Precision::kBf16) impl->act_dtype = at::kBFloat16;
+    if (options.precision == Precision::kFp16) impl->act_dtype = at::kHalf;
+    impl->streams.emplace(impl->device);
+  }
+
+  SentenceTransformersConfig st;
+  try {
+    st = ParseSentenceTransformers(dir);
+    const fs::path config_file = st.transformer_dir / "config.json";
+    if (!fs::exists(config_file)) Fail("missing " + config_file.string());
+    EncoderSpec spec = ReadEncoderSpec(config_file);
+    impl->cfg = std::move(spec.config);
+    impl->layout = std::move(spec.layout);
+  } catch (const nlohmann::json::exception& e) {  // a value of the wrong JSON type
+    Fail("unexpected JSON content in the model folder " + dir.string() + ": " + e.what());
+  }
+  const fs::path& mdir = st.transformer_dir;
+  const EncoderConfig& c = impl->cfg;
+
+  switch (options.pooling) {
+    case Pooling::kMean:
+    case Pooling::kCls:
+      impl->pooling = options.pooling;
+      break;
+    case Pooling::kAuto:
+      if (!st.pooling_problem.empty()) Fail(st.pooling_problem);
+      impl->pooling = st.pooling.value_or(Pooling::kMean);
+      break;
+  }
+  impl->normalize = options.normalize;
+  if (!c.labels.empty()) {
+    // A classifier's head reads the [CLS] token's hidden state as it is.
+    impl->pooling = Pooling::kCls;
+    impl->normalize = false;
+  }
+  impl->threads = options.threads;
+  impl->max_length = std::min(c.max_tokens(), st.max_seq_length.value_or(c.max_tokens()));
+
+  const fs::path weights = mdir / "model.safetensors";
+  if (!fs::exists(weights)) {
+    if (fs::exists(mdir / "model.safetensors.index.json")) {
+      Fail(mdir.string() +
+           " holds a sharded checkpoint (model.safetensors.index.json); ember "
+           "needs a single model.safetensors");
+    }
+    if (fs::exists(mdir / "pytorch_model.bin")) {
+      Fail("missing " + weights.string() +
+           "; the folder only has pytorch_model.bin (a Python pickle ember does not read). "
+           "Convert it once, e.g. python3 -c \"import torch; from safetensors.torch import "
+           "save_file; sd = torch.load('pytorch_model.bin', map_location='cpu'); "
+           "save_file({k: v.contiguous() for k, v in sd.items()}, 'model.safetensors')\"");
+    }
+    Fail("missing " + weights.string());
+  }
+
+  try {
+    const SafeTensorsFile file = SafeTensorsFile::Open(weights);
+    // A task model's checkpoint (BertForXxx, XLMRobertaForXxx, older sentence-transformers) keeps
+    // the encoder under its base prefix ("bert.", "roberta."); a bare encoder's under none.
+    const EncoderLayout& layout = impl->layout;
+    const std::string prefix =
+        file.contains(layout.base_prefix + "embeddings.word_embeddings.weight") ? layout.base_prefix
+                                                                                : "";
+    // Float32 on the device; on CUDA in reduced precision, the compute dtype (act_dtype).
+    auto load = [&](const std::string& name, const std::vector<int64_t>& shape) {
+      return LoadTensor(file, prefix + name, shape).to(impl->device, impl->act_dtype);
+    };
+    // Float32 weight [out, in] and bias [out]. Weight before bias (statements, not arguments,
+    // so that a shape error names the weight first, whatever the compiler's argument order).
+    using WeightBias = std::pair<at::Tensor, at::Tensor>;
+    auto weight_bias = [&](const std::string& name, int64_t out, int64_t in) {
+      at::Tensor w = load(name + ".weight", {out, in}).to(at::kFloat);
+      at::Tensor b = load(name + ".bias", {out}).to(at::kFloat);
+      return WeightBias{std::move(w), std::move(b)};
+    };
+    // fp32 (and bf16 where PackedDense can) on CPU: the fused encoder's packed layers instead
+    // of ATen Dense ones.
+    const PackedDense::Math math =
+        impl->precision == Precision::kBf16 ? PackedDense::Math::kBf16 : PackedDense::Math::kFp32;
+    const bool fused = options.fused && impl->device.is_cpu() &&
+                       (impl->precision == Precision::kFp32 ||
+                        (impl->precision == Precision::kBf16 && PackedDense::Supports(math)));
+    auto packed = [math](const WeightBias& wb, std::optional<Activation> act) {
+      const at::Tensor wt = wb.first.t().contiguous();  // [in, out]
+      return PackedDense(wt.data_ptr<float>(), wb.second.data_ptr<float>(), wt.size(0), wt.size(1),
+                         act, math);
+    };
+    CpuEncoderWeights encoder;
+#ifdef EMBER_HAVE_CUDA_ENCODER
+    // The CUDA encoder adds token type 0 to every token, so a classifier, which takes pairs,
+    // runs the ATen forward there (docs/status.md: token types in the CUDA encoder are open).
+    const bool cuda_fused = options.fused && impl->device.is_cuda() && c.labels.empty();
+    CudaEncoderWeights cuda_encoder;
+    // In the compute dtype, contiguous, on the device.
+    auto to_act = [&](const at::Tensor& t) { return t.to(impl->act_dtype).contiguous(); };
+#endif
+    const int64_t h = c.hidden, in = c.intermediate;
+    impl->word_emb = load("embeddings.word_embeddings.weight", {c.vocab, h});
+    impl->pos_emb = load("embeddings.position_embeddings.weight", {c.max_pos, h});
+    // Single texts are all token type 0; a pair's second text is type 1 (TokenBatch).
+    impl->type_emb = load("embeddings.token_type_embeddings.weight", {c.type_vocab, h});
+    impl->type_emb0 = impl->type_emb[0];
+    impl->emb_ln_w = load("embeddings.LayerNorm.weight", {h});
+    impl->emb_ln_b = load("embeddings.LayerNorm.bias", {h});
+    for (int64_t i = 0; i < c.layers; ++i) {
+      const std::string p = "encoder.layer." + std::to_string(i) + ".";
+      Layer l;
+      at::Tensor qkv_w = at::cat({load(p + "attention.self.query.weight", {h, h}),
+                                  load(p + "attention.self.key.weight", {h, h}),
+                                  load(p + "attention.self.value.weight", {h, h})})
+                             .to(at::kFloat);
+      at::Tensor qkv_b = at::cat({load(p + "attention.self.query.bias", {h}),
+                                  load(p + "attention.self.key.bias", {h}),
+                                  load(p + "attention.self.value.bias", {h})})
+                             .to(at::kFloat);
+      // Fold attention's 1/sqrt(head_dim) into the query projection (in float32, before any
+      // rounding to the compute precision): one op less per layer.
+      const double scale = 1.0 / std::sqrt(static_cast<double>(h / c.heads));
+      qkv_w.narrow(0, 0, h).mul_(scale);
+      qkv_b.narrow(0, 0, h).mul_(scale);
+      WeightBias qkv{std::move(qkv_w), std::move(qkv_b)};
+      WeightBias attn_out = weight_bias(p + "attention.output.dense", h, h);
+      l.ln1_w = load(p + "attention.output.LayerNorm.weight", {h});
+      l.ln1_b = load(p + "attention.output.LayerNorm.bias", {h});
+      WeightBias inter = weight_bias(p + "intermediate.dense", in, h);
+      WeightBias out = weight_bias(p + "output.dense", h, in);
+      l.ln2_w = load(p + "output.LayerNorm.weight", {h});
+      l.ln2_b = load(p + "output.LayerNorm.bias", {h});
+      if (fused) {
+        encoder.layers.push_back({.qkv = packed(qkv, std::nullopt),
+                                  .attn_out = packed(attn_out, std::nullopt),
+                                  .ln1_w = l.ln1_w.data_ptr<float>(),
+                                  .ln1_b = l.ln1_b.data_ptr<float>(),
+                                  .inter = packed(inter, c.act),
+                                  .out = packed(out, std::nullopt),
+                                  .ln2_w = l.ln2_w.data_ptr<float>(),
+                                  .ln2_b = l.ln2_b.data_ptr<float>()});
+      }
+#ifdef EMBER_HAVE_CUDA_ENCODER
+      else if (cuda_fused) {
+        cuda_encoder.layers.push_back({.qkv_w = to_act(qkv.first),
+                                       .qkv_b = to_act(qkv.second),
+                                       .attn_out_w = to_act(attn_out.first),
+                                       .attn_out_b = to_act(attn_out.second),
+                                       .ln1_w = l.ln1_w,
+                                       .ln1_b = l.ln1_b,
+                                       .inter_w = to_act(inter.first),
+                                       .inter_b = to_act(inter.second),
+                                       .out_w = to_act(out.first),
+                                       .out_b = to_act(out.second),
+                                       .ln2_w = l.ln2_w,
+                                       .ln2_b = l.ln2_b});
+      }
+#endif
+      else {
+        l.qkv = Dense(std::move(qkv.first), std::move(qkv.second), impl->precision);
+        l.attn_out = Dense(std::move(attn_out.first), std::move(attn_out.second), impl->precision);
+        l.inter = Dense(std::move(inter.first), std::move(inter.second), impl->precision);
+        l.out = Dense(std::move(out.first), std::move(out.second), impl->precision);
+      }
+      impl->layers.push_back(std::move(l));
+    }
+    if (!c.labels.empty()) {
+      // Float32 on the host, where ClassifierHead runs.
+      const auto labels = static_cast<int64_t>(c.labels.size());
+      ClassifierHead head;
+      const std::string dense = (layout.head_dense_in_base ? prefix : "") + layout.head_dense;
+      head.dense_w = LoadTensor(file, dense + ".weight", {h, h});
+      head.dense_b = LoadTensor(file, dense + ".bias", {h});
+      head.w = LoadTensor(file, layout.head_out + ".weight", {labels, h});
+      head.b = LoadTensor(file, layout.head_out + ".bias", {labels});
+      impl->head = std::move(head);
+    }
+    if (file.contains(prefix + "encoder.layer." + std::to_string(c.layers) +
+                      ".attention.self.query.weight")) {
+      Fail(weights.string() + " has more encoder layers than num_hidden_layers=" +
+           std::to_string(c.layers) + " in config.json");
+    }
+    if (fused) {
+      encoder.hidden = h;
+      encoder.heads = c.heads;
+      encoder.intermediate = in;
+      encoder.eps = static_cast<float>(c.eps);
+      encoder.word_emb = impl->word_emb.data_ptr<float>();
+      // Row position_offset is a sequence's first position; a padding token's is the one before.
+      encoder.pos_emb = impl->pos_emb.data_ptr<float>() + c.position_offset * h;
+      encoder.pad_id = c.pad_id;
+      encoder.type_emb0 = impl->type_emb0.data_ptr<float>();
+      if (c.type_vocab > 1) encoder.type_emb1 = impl->type_emb[1].data_ptr<float>();
+      encoder.emb_ln_w = impl->emb_ln_w.data_ptr<float>();
+      encoder.emb_ln_b = impl->emb_ln_b.data_ptr<float>();
+      // Every batch size compiled now, not on the first request of each size.
+      for (const CpuEncoderWeights::Layer& l : encoder.layers) {
+        for (const PackedDense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) d->Precompile();
+      }
+      impl->fused = std::move(encoder);
+    }
+#ifdef EMBER_HAVE_CUDA_ENCODER
+    if (cuda_fused) {
+      cuda_encoder.hidden = h;
+      cuda_encoder.heads = c.heads;
+      cuda_encoder.intermediate = in;
+      cuda_encoder.eps = static_cast<float>(c.eps);
+      cuda_encoder.act = c.act;
+      cuda_encoder.layernorm =
+          options.cuda_warp_layernorm ? cuda::RowLayout::kWarp : cuda::RowLayout::kBlock;
+      cuda_encoder.word_emb = impl->word_emb;
+      cuda_encoder.pos_emb = impl->pos_emb.narrow(0, c.position_offset, c.max_tokens());
+      cuda_encoder.type_emb0 = impl->type_emb0;
+      cuda_encoder.emb_ln_w = impl->emb_ln_w;
+      cuda_encoder.emb_ln_b = impl->emb_ln_b;
+      impl->cuda_fused = std::move(cuda_encoder);
+    }
+#endif
+  } catch (const c10::Error& e) {
+    Fail("loading " + weights.string() + ": " + e.what_without_backtrace());
+  }
+  return std::unique_ptr<EncoderModel>(new EncoderModel(std::move(impl)));
+}
+
+std::vector<float> EncoderModel::Embed(const TokenBatch& batch) const {
+  const Impl& m = *impl_;
+  const auto b = static_cast<int64_t>(batch.size());
+  if (b == 0) return {};
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto seq = batch.sequence(i);
+    if (seq.empty()) {
+      throw std::invalid_argument("EncoderModel::Embed: sequence " + std::to_string(i) +
+                                  " is empty");
+    }
+    if (static_cast<int64_t>(seq.size()) > m.cfg.max_tokens()) {
+      throw std::invalid_argument("EncoderModel::Embed: sequence " + std::to_string(i) + " has " +
+                                  std::to_string(seq.size()) + " tokens, more than the model's " +
+                                  std::to_string(m.cfg.max_tokens()) + " positions");
+    }
+    if (const size_t second = batch.second_start(i);
+        second != 0 && (second >= seq.size() || m.cfg.type_vocab < 2)) {
+      throw std::invalid_argument(
+          "EncoderModel::Embed: sequence " + std::to_string(i) + " has its second segment at " +
+          std::to_string(second) + " of " + std::to_string(seq.size()) + " tokens" +
+          (m.cfg.type_vocab < 2 ? ", but the model has one token type" : ""));
+    }
+    for (int32_t id : seq) {
+      if (id < 0 || id >= m.cfg.vocab) {
+        throw std::invalid_argument("EncoderModel::Embed: sequence " + std::to_string(i) +
+                                    " has token id " + std::to_string(id) + " outside [0, " +
+                                    std::to_string(m.cfg.vocab) + ")");
+      }
+    }
+  }
+  const auto len = static_cast<int64_t>(batch.max_length());
+  if (m.threads > 0) {
+    // at::set_num_threads also sets the calling thread's OpenMP ICV, which
+    // OpenBLAS/OpenMP read per thread: a thread other than the loading one would
+    // otherwise run BLAS with the OpenMP default (all cores). Once per thread.
+    thread_local int applied = 0;
+    if (applied != m.threads) {
+      at::set_num_threads(m.threads);
+      applied = m.threads;
+    }
+  }
+
+  c10::InferenceMode guard;
+  try {
+    // A classifier's head turns the pooled [CLS] rows into logits.
+    const auto finish = [&](std::vector<float> pooled) {
+      return m.head ? m.head->Apply(pooled.data(), b) : pooled;
+    };
+    if (m.fused) {
+      std::vector<float> out(batch.size() * static_cast<size_t>(m.cfg.hidden));
+      CpuEncode(*m.fused, batch, m.pooling, m.normalize, out.data());
+      return finish(std::move(out));
+    }
+    // CUDA: a stream of the model's own, leased to this call, is current on this thread for
+    // the copies and kernels.
+    std::optional<StreamLanes::Lease> lane;
+    std::optional<c10::StreamGuard> on_stream;
+    if (m.streams) {
+      lane.emplace(m.streams->Acquire());
+      on_stream.emplace(lane->stream());
+    }
+#ifdef EMBER_HAVE_CUDA_ENCODER
+    // A typed padding token (RoBERTa) shifts the positions after it: the ATen forward's.
+    const auto has_padding_token = [&] {
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (HasPaddingToken(batch.sequence(i), m.cfg.pad_id)) return true;
+      }
+      return false;
+    };
+    if (m.cuda_fused && !has_padding_token()) {
+      // Never for a classifier (Load); an encoder is never given pairs (EncoderBackend).
+      if (batch.has_pairs())
+        throw std::invalid_argument("EncoderModel::Embed: pairs on an encoder");
+      return CudaEncode(*m.cuda_fused, batch, m.pooling, m.normalize);
+    }
+#endif
+    // The ATen forward pads to the longest sequence. CUDA: page-locked host buffers, so the
+    // copies below run asynchronously on the model's stream (LibTorch's caching host
+    // allocator keeps them alive until the copy has finished).
+    const bool cuda = m.device.is_cuda();
+    const auto host = at::TensorOptions().pinned_memory(cuda);
+    at::Tensor id_t = at::zeros({b, len}, host.dtype(at::kLong));  // pad id 0; masked out anyway
+    at::Tensor mask_t = at::zeros({b, len}, host.dtype(at::kFloat));
+    at::Tensor pos_t = at::full({b, len}, m.cfg.position_offset, host.dtype(at::kLong));
+    at::Tensor type_t;  // only for pairs; undefined: all token type 0
+    if (batch.has_pairs()) type_t = at::zeros({b, len}, host.dtype(at::kLong));
+    auto* id_p = id_t.data_ptr<int64_t>();
+    auto* mask_p = mask_t.data_ptr<float>();
+    std::vector<int64_t> starts(batch.size()), lens(batch.size());
+    for (int64_t i = 0; i < b; ++i) {
+      const auto seq = batch.sequence(static_cast<size_t>(i));
+      starts[static_cast<size_t>(i)] = i * len;
+      lens[static_cast<size_t>(i)] = static_cast<int64_t>(seq.size());
+      std::copy(seq.begin(), seq.end(), id_p + i * len);
+      PositionRows(seq, m.cfg.position_offset, m.cfg.pad_id, pos_t.data_ptr<int64_t>() + i * len);
+      std::fill_n(mask_p + i * len, seq.size(), 1.0f);
+      if (const size_t second = batch.second_start(static_cast<size_t>(i)); second != 0) {
+        std::fill_n(type_t.data_ptr<int64_t>() + i * len + static_cast<int64_t>(second),
+                    static_cast<int64_t>(seq.size() - second), int64_t{1});
+      }
+    }
+    // The last hidden states come back to the host, where they are pooled as every backend
+    // pools (engine/pooling.h); the copy to pageable memory synchronises with the stream.
+    const at::Tensor hidden =
+        m.Forward(id_t.to(m.device, at::kLong, /*non_blocking=*/cuda),
+                  mask_t.to(m.device, at::kFloat, /*non_blocking=*/cuda), lens,
+                  pos_t.to(m.device, at::kLong, /*non_blocking=*/cuda),
+                  type_t.defined() ? type_t.to(m.device, at::kLong, /*non_blocking=*/cuda)
+                                   : at::Tensor())
+            .to(at::kCPU)
+            .contiguous();
+    std::vector<float> out(batch.size() * static_cast<size_t>(m.cfg.hidden));
+    PoolRows(hidden.data_ptr<float>(), m.cfg.hidden, starts, lens, m.pooling, m.normalize,
+             out.data());
+    return finish(std::move(out));
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(std::string("EncoderModel::Embed: ") + e.what_without_backtrace());
+  }
+}
+
+int64_t EncoderModel::dim() const {
+  return impl_->head ? impl_->head->labels() : impl_->cfg.hidden;
+}
+const std::vector<std::string>& EncoderModel::labels() const { return impl_->cfg.labels; }
+
+uint64_t EncoderModel::memory_bytes() const {
+  const Impl& m = *impl_;
+  uint64_t bytes = 0;
+  for (const at::Tensor* t : {&m.word_emb, &m.pos_emb, &m.type_emb, &m.emb_ln_w, &m.emb_ln_b}) {
+    bytes += t->nbytes();
+  }
+  if (m.head) {
+    for (const at::Tensor* t : {&m.head->dense_w, &m.head->dense_b, &m.head->w, &m.head->b}) {
+      bytes += t->nbytes();
+    }
+  }
+  for (const Layer& l : m.layers) {
+    for (const Dense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) bytes += d->bytes();
+    for (const at::Tensor* t : {&l.ln1_w, &l.ln1_b, &l.ln2_w, &l.ln2_b}) bytes += t->nbytes();
+  }
+  if (m.fused) {
+    for (const CpuEncoderWeights::Layer& l : m.fused->layers) {
+      for (const PackedDense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) bytes += d->bytes();
+    }
+  }
+#ifdef EMBER_HAVE_CUDA_ENCODER
+  if (m.cuda_fused) bytes += m.cuda_fused->dense_bytes();
+#endif
+  return bytes;
+}
+int64_t EncoderModel::max_length() const { return impl_->max_length; }
+int64_t EncoderModel::max_tokens() const { return impl_->cfg.max_tokens(); }
+int64_t EncoderModel::vocab_size() const { return impl_->cfg.vocab; }
+bool EncoderModel::packs() const {
+#ifdef EMBER_HAVE_CUDA_ENCODER
+  if (impl_->cuda_fused) return true;
+#endif
+  return impl_->fused.has_value();
+}
+Pooling EncoderModel::pooling() const { return impl_->pooling; }
+bool EncoderModel::normalize() const { return impl_->normalize; }
+std::string EncoderModel::device() const { return impl_->device.str(); }
+Precision EncoderModel::precision() const { return impl_->precision; }
+
+}  // namespace ember::engine

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Write a seeded random model folder of an encoder family in the real models' shapes, with a
+real or trained tokenizer: what the family parity tests serve and compare with
+sentence-transformers / transformers (python/tests/test_families.py).
+
+The model is transformers' own class (XLMRobertaModel, XLMRobertaForSequenceClassification,
+...) built from its config with torch.manual_seed(SEED), then every LayerNorm and bias moved
+off its initial value (noise of std 0.05) so that each parameter changes the output, and saved
+with save_pretrained (model.safetensors, float32). The tokenizer's tokenizer.json is copied
+beside it with a tokenizer_config.json for AutoTokenizer; the vocabulary size is the
+tokenizer's. An embedding model gets sentence-transformers' files (modules.json, pooling,
+Normalize, max_seq_length); a cross-encoder (--labels) gets none, as on the hub.
+
+    make_encoder_model.py OUT_DIR --family xlm-roberta --shape e5-small \\
+        --tokenizer build/testdata/tokenizers/xlmr [--pooling mean|cls] [--labels LABEL_0]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import torch
+
+# Named shapes (layers, hidden, heads, intermediate, max_position_embeddings) of the real models.
+SHAPES = {
+    "e5-small": (12, 384, 12, 1536, 514),  # intfloat/multilingual-e5-small
+    "e5-base": (12, 768, 12, 3072, 514),   # intfloat/multilingual-e5-base, xlm-roberta-base
+    "m3": (24, 1024, 16, 4096, 8194),      # BAAI/bge-m3, bge-reranker-v2-m3
+}
+
+# family -> (config class, encoder class, classifier class, tokenizer class), by name in
+# transformers, and the config's extra keys.
+FAMILIES = {
+    "xlm-roberta": ("XLMRobertaConfig", "XLMRobertaModel", "XLMRobertaForSequenceClassification",
+                    "XLMRobertaTokenizer",
+                    {"type_vocab_size": 1, "layer_norm_eps": 1e-5, "pad_token_id": 1,
+                     "bos_token_id": 0, "eos_token_id": 2}),
+    "roberta": ("RobertaConfig", "RobertaModel", "RobertaForSequenceClassification",
+                "RobertaTokenizer",
+                {"type_vocab_size": 1, "layer_norm_eps": 1e-5, "pad_token_id": 1,
+                 "bos_token_id": 0, "eos_token_id": 2}),
+}
+
+
+def write_json(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+
+
+def tokenizer_vocab_size(path):
+    with open(path, encoding="utf-8") as f:
+        tok = json.load(f)
+    vocab = tok["model"]["vocab"]
+    ids = [i for _, i in vocab.items()] if isinstance(vocab, dict) else [len(vocab) - 1]
+    ids += [t["id"] for t in tok.get("added_tokens", [])]
+    return max(ids) + 1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out_dir")
+    ap.add_argument("--family", choices=sorted(FAMILIES), required=True)
+    ap.add_argument("--shape", choices=sorted(SHAPES), required=True)
+    ap.add_argument("--layers", type=int, help="fewer layers than the shape's (test time)")
+    ap.add_argument("--tokenizer", required=True, help="a folder with tokenizer.json")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pooling", choices=("mean", "cls"), default="mean")
+    ap.add_argument("--max-seq-length", dest="max_seq_length", type=int, default=512)
+    ap.add_argument("--labels", type=lambda s: s.split(","),
+                    help="comma-separated label names: a ...ForSequenceClassification folder")
+    args = ap.parse_args(argv)
+
+    import transformers
+    config_name, model_name, classifier_name, tokenizer_class, extra = FAMILIES[args.family]
+    layers, hidden, heads, inter, max_pos = SHAPES[args.shape]
+    tokenizer_json = os.path.join(args.tokenizer, "tokenizer.json")
+    config = getattr(transformers, config_name)(
+        vocab_size=tokenizer_vocab_size(tokenizer_json), hidden_size=hidden,
+        num_hidden_layers=args.layers or layers, num_attention_heads=heads,
+        intermediate_size=inter, max_position_embeddings=max_pos, hidden_act="gelu", **extra)
+    if args.labels:
+        config.id2label = dict(enumerate(args.labels))
+        config.label2id = {n: i for i, n in enumerate(args.labels)}
+    torch.manual_seed(args.seed)
+    model_class = classifier_name if args.labels else model_name
+    model = getattr(transformers, model_class)(config).eval()
+    gen = torch.Generator().manual_seed(args.seed + 1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "LayerNorm" in name:
+                p.add_(torch.randn(p.shape, generator=gen) * 0.05)
+            if args.labels and name.startswith("classifier."):
+                # Larger than the init so that scores spread over the sigmoid.
+                p.mul_(10.0)
+
+    out_dir = os.path.abspath(args.out_dir)
+    parent = os.path.dirname(out_dir)
+    os.makedirs(parent, exist_ok=True)
+    # Built in a sibling temp dir and renamed, so an interrupted run leaves no half folder.
+    tmp = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(out_dir) + "-", dir=parent)
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        shutil.copyfile(tokenizer_json, os.path.join(tmp, "tokenizer.json"))
+        write_json(os.path.join(tmp, "tokenizer_config.json"), {
+            "tokenizer_class": tokenizer_class, "model_max_length": max_pos - 2,
+            "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "</s>",
+            "cls_token": "<s>", "pad_token": "<pad>", "mask_token": "<mask>"})
+        if not args.labels:
+            write_json(os.path.join(tmp, "modules.json"), [
+                {"idx": 0, "name": "0", "path": "",
+                 "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling",
+                 "type": "sentence_transformers.models.Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Normalize",
+                 "type": "sentence_transformers.models.Normalize"},
+            ])
+            write_json(os.path.join(tmp, "sentence_bert_config.json"),
+                       {"max_seq_length": args.max_seq_length, "do_lower_case": False})
+            os.makedirs(os.path.join(tmp, "1_Pooling"))
+            write_json(os.path.join(tmp, "1_Pooling", "config.json"), {
+                "word_embedding_dimension": hidden,
+                "pooling_mode_cls_token": args.pooling == "cls",
+                "pooling_mode_mean_tokens": args.pooling == "mean",
+                "pooling_mode_max_tokens": False,
+                "pooling_mode_mean_sqrt_len_tokens": False,
+            })
+            os.makedirs(os.path.join(tmp, "2_Normalize"))
+        os.chmod(tmp, 0o755)  # mkdtemp creates 0700
+        if os.path.isdir(out_dir):
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    n = sum(p.numel() for p in model.parameters())
+    print(f"wrote {out_dir}: {model_class}, {n} parameters, seed {args.seed}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
