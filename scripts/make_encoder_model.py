@@ -29,10 +29,15 @@ SHAPES = {
     "e5-small": (12, 384, 12, 1536, 514),  # intfloat/multilingual-e5-small
     "e5-base": (12, 768, 12, 3072, 514),   # intfloat/multilingual-e5-base, xlm-roberta-base
     "m3": (24, 1024, 16, 4096, 8194),      # BAAI/bge-m3, bge-reranker-v2-m3
+    "mpnet-base": (12, 768, 12, 3072, 514),  # sentence-transformers/all-mpnet-base-v2
 }
 
 # family -> (config class, encoder class, classifier class, tokenizer class), by name in
-# transformers, and the config's extra keys.
+# transformers, the config's extra keys, and tokenizer_config.json's special tokens where they
+# are not XLM-R's.
+ROBERTA_SPECIALS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                    "sep_token": "</s>", "cls_token": "<s>", "pad_token": "<pad>",
+                    "mask_token": "<mask>"}
 FAMILIES = {
     "xlm-roberta": ("XLMRobertaConfig", "XLMRobertaModel", "XLMRobertaForSequenceClassification",
                     "XLMRobertaTokenizer",
@@ -42,6 +47,12 @@ FAMILIES = {
                 "RobertaTokenizer",
                 {"type_vocab_size": 1, "layer_norm_eps": 1e-5, "pad_token_id": 1,
                  "bos_token_id": 0, "eos_token_id": 2}),
+    # all-mpnet-base-v2's tokenizer_config.json: lower case, [UNK] as the unknown token.
+    "mpnet": ("MPNetConfig", "MPNetModel", "MPNetForSequenceClassification", "MPNetTokenizer",
+              {"layer_norm_eps": 1e-5, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
+               "relative_attention_num_buckets": 32},
+              {"unk_token": "[UNK]", "do_lower_case": True, "tokenize_chinese_chars": True,
+               "strip_accents": None}),
 }
 
 
@@ -75,7 +86,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     import transformers
-    config_name, model_name, classifier_name, tokenizer_class, extra = FAMILIES[args.family]
+    config_name, model_name, classifier_name, tokenizer_class, extra, *tokens = FAMILIES[args.family]
     layers, hidden, heads, inter, max_pos = SHAPES[args.shape]
     tokenizer_json = os.path.join(args.tokenizer, "tokenizer.json")
     config = getattr(transformers, config_name)(
@@ -91,7 +102,7 @@ def main(argv=None):
     gen = torch.Generator().manual_seed(args.seed + 1)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.endswith("bias") or "LayerNorm" in name:
+            if name.endswith("bias") or "LayerNorm" in name or "relative_attention" in name:
                 p.add_(torch.randn(p.shape, generator=gen) * 0.05)
             if args.labels and name.startswith("classifier."):
                 # Larger than the init so that scores spread over the sigmoid.
@@ -107,8 +118,7 @@ def main(argv=None):
         shutil.copyfile(tokenizer_json, os.path.join(tmp, "tokenizer.json"))
         write_json(os.path.join(tmp, "tokenizer_config.json"), {
             "tokenizer_class": tokenizer_class, "model_max_length": max_pos - 2,
-            "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "</s>",
-            "cls_token": "<s>", "pad_token": "<pad>", "mask_token": "<mask>"})
+            **ROBERTA_SPECIALS, **(tokens[0] if tokens else {})})
         if not args.labels:
             write_json(os.path.join(tmp, "modules.json"), [
                 {"idx": 0, "name": "0", "path": "",

@@ -25,6 +25,10 @@ struct EncoderConfig {
   // positions as if they were not there (-1: none; positions are 0, 1, ... + position_offset).
   int64_t pad_id = -1;
   int64_t type_vocab = 2;  // token types; 1: a pair is one segment
+  // MPNet: a bias on every layer's attention scores by the bucketed distance from query to key
+  // (T5's buckets: 32, exact below 8, logarithmic to 128), read from a table of
+  // `relative_buckets` rows, one column per head. 0: none.
+  int64_t relative_buckets = 0;
   double eps = 1e-12;
   Activation act = Activation::kGeluErf;
   // A ...ForSequenceClassification checkpoint (a cross-encoder or text classifier): its outputs
@@ -41,6 +45,15 @@ struct EncoderConfig {
 // in a task model's checkpoint ("bert.", "roberta.") and under none in a bare encoder's.
 struct EncoderLayout {
   std::string base_prefix;
+  // Under "encoder.layer.N.": the attention's query, key, value and output projections and the
+  // LayerNorm after it (BERT's names; MPNet's are attention.attn.q/k/v/o, attention.LayerNorm).
+  std::string query = "attention.self.query", key = "attention.self.key",
+              value = "attention.self.value", attn_out = "attention.output.dense",
+              attn_ln = "attention.output.LayerNorm";
+  // Whether the checkpoint has embeddings.token_type_embeddings (MPNet has none: type 0 adds 0).
+  bool token_type_embeddings = true;
+  // The relative attention bias table [relative_buckets, heads], if the config has one.
+  std::string relative_attention_bias = "encoder.relative_attention_bias.weight";
   // The classifier head: `head_dense` (tanh after it) then `head_out`, the logits. BERT: the
   // pooler, part of the base model (under the prefix), then "classifier"; RoBERTa's
   // RobertaClassificationHead: "classifier.dense" then "classifier.out_proj", outside it.

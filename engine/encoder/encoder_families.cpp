@@ -4,6 +4,7 @@
 
 #include "engine/bert/bert_family.h"
 #include "engine/encoder/config_json.h"
+#include "engine/mpnet/mpnet_family.h"
 #include "engine/roberta/roberta_family.h"
 
 namespace ember::engine {
@@ -15,9 +16,8 @@ struct Family {
 };
 
 constexpr Family kFamilies[] = {
-    {"bert", ParseBertFamily},
-    {"camembert", ParseRobertaFamily},
-    {"roberta", ParseRobertaFamily},
+    {"bert", ParseBertFamily},           {"camembert", ParseRobertaFamily},
+    {"mpnet", ParseMpnetFamily},         {"roberta", ParseRobertaFamily},
     {"xlm-roberta", ParseRobertaFamily},
 };
 

@@ -1,7 +1,7 @@
 // The encoder families ember serves, by config.json's model_type: each family's folder
-// (engine/bert/, engine/roberta/) maps its config.json and checkpoint names to an EncoderSpec,
-// and this picks the family. A model_type not served is refused at load, naming it and listing
-// the served ones.
+// (engine/bert/, engine/roberta/, engine/mpnet/) maps its config.json and checkpoint names to an
+// EncoderSpec, and this picks the family. A model_type not served is refused at load, naming it and
+// listing the served ones.
 #ifndef EMBER_ENGINE_ENCODER_ENCODER_FAMILIES_H_
 #define EMBER_ENGINE_ENCODER_ENCODER_FAMILIES_H_
 

@@ -23,6 +23,7 @@
 #include "engine/encoder/encoder_config.h"
 #include "engine/encoder/encoder_families.h"
 #include "engine/encoder/positions.h"
+#include "engine/encoder/relative_attention_bias.h"
 #include "engine/encoder/safetensors.h"
 #include "engine/encoder/sentence_transformers_config.h"
 #include "engine/encoder/stream_lanes.h"
@@ -105,6 +106,10 @@ struct EncoderModel::Impl {
   mutable std::optional<StreamLanes> streams;
   at::Tensor word_emb, pos_emb, type_emb, emb_ln_w, emb_ln_b;
   at::Tensor type_emb0;  // type_emb's row 0, the token type of single texts
+  // MPNet: the relative attention bias by distance (relative_attention_bias.h), float32
+  // [heads, 2 * max_tokens - 1] on the host for the CPU paths; rel_bias_device the same on the
+  // device in the compute dtype. Undefined: none.
+  at::Tensor rel_bias, rel_bias_device;
   std::vector<Layer> layers;
   // A sequence classifier's pooler and classifier (EncoderConfig::labels); nullopt for an encoder.
   std::optional<ClassifierHead> head;
@@ -151,6 +156,14 @@ struct EncoderModel::Impl {
     }
     bool padded = false;
     for (int64_t n : lens) padded = padded || n != len;
+    // Other devices: the relative bias of every (query, key) pair [1, nh, L, L] (MPNet).
+    at::Tensor pair_bias;
+    if (!cpu && rel_bias_device.defined()) {
+      const int64_t span = cfg.max_tokens();
+      const at::Tensor pos = at::arange(len, at::TensorOptions().dtype(at::kLong).device(device));
+      const at::Tensor distance = pos.unsqueeze(0) - pos.unsqueeze(1) + (span - 1);  // [L, L]
+      pair_bias = rel_bias_device.index_select(1, distance.flatten()).view({1, nh, len, len});
+    }
     for (const Layer& l : layers) {
       at::Tensor qkv = l.qkv(x).to(act_dtype);  // [B*L, 3H], Q pre-scaled
       at::Tensor ctx;
@@ -160,11 +173,12 @@ struct EncoderModel::Impl {
         std::vector<int64_t> starts(lens.size());
         for (size_t i = 0; i < starts.size(); ++i) starts[i] = static_cast<int64_t>(i) * len;
         CpuAttention(qkv.contiguous().data_ptr<float>(), starts, lens, nh, hd,
-                     ctx.data_ptr<float>());
+                     ctx.data_ptr<float>(), relative_bias());
       } else {
         // [B*L, 3H] -> [3, B, nh, L, hd]
         const at::Tensor p = qkv.view({b, len, 3, nh, hd}).permute({2, 0, 3, 1, 4});
         at::Tensor scores = at::matmul(p[0], p[1].transpose(-2, -1));  // [B, nh, L, L]
+        if (pair_bias.defined()) scores.add_(pair_bias);
         scores.add_(key_bias);
         ctx = at::matmul(at::softmax(scores, -1), p[2]).permute({0, 2, 1, 3}).reshape({b * len, h});
       }
@@ -174,6 +188,11 @@ struct EncoderModel::Impl {
       x = at::layer_norm(l.out(inter).to(act_dtype).add_(x), {h}, l.ln2_w, l.ln2_b, cfg.eps);
     }
     return x.view({b, len, h}).to(at::kFloat);
+  }
+
+  RelativeBias relative_bias() const {
+    if (!rel_bias.defined()) return {};
+    return {.table = rel_bias.data_ptr<float>(), .span = cfg.max_tokens()};
   }
 };
 
@@ -331,7 +350,9 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
 #ifdef EMBER_HAVE_CUDA_ENCODER
     // The CUDA encoder adds token type 0 to every token, so a classifier, which takes pairs,
     // runs the ATen forward there (docs/status.md: token types in the CUDA encoder are open).
-    const bool cuda_fused = options.fused && impl->device.is_cuda() && c.labels.empty();
+    // Nor does it add a relative attention bias (MPNet): the ATen forward there too.
+    const bool cuda_fused =
+        options.fused && impl->device.is_cuda() && c.labels.empty() && c.relative_buckets == 0;
     CudaEncoderWeights cuda_encoder;
     // In the compute dtype, contiguous, on the device.
     auto to_act = [&](const at::Tensor& t) { return t.to(impl->act_dtype).contiguous(); };
@@ -340,30 +361,33 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
     impl->word_emb = load("embeddings.word_embeddings.weight", {c.vocab, h});
     impl->pos_emb = load("embeddings.position_embeddings.weight", {c.max_pos, h});
     // Single texts are all token type 0; a pair's second text is type 1 (TokenBatch).
-    impl->type_emb = load("embeddings.token_type_embeddings.weight", {c.type_vocab, h});
+    impl->type_emb =
+        layout.token_type_embeddings
+            ? load("embeddings.token_type_embeddings.weight", {c.type_vocab, h})
+            : at::zeros({c.type_vocab, h}, at::TensorOptions(impl->act_dtype).device(impl->device));
     impl->type_emb0 = impl->type_emb[0];
     impl->emb_ln_w = load("embeddings.LayerNorm.weight", {h});
     impl->emb_ln_b = load("embeddings.LayerNorm.bias", {h});
     for (int64_t i = 0; i < c.layers; ++i) {
       const std::string p = "encoder.layer." + std::to_string(i) + ".";
       Layer l;
-      at::Tensor qkv_w = at::cat({load(p + "attention.self.query.weight", {h, h}),
-                                  load(p + "attention.self.key.weight", {h, h}),
-                                  load(p + "attention.self.value.weight", {h, h})})
+      at::Tensor qkv_w = at::cat({load(p + layout.query + ".weight", {h, h}),
+                                  load(p + layout.key + ".weight", {h, h}),
+                                  load(p + layout.value + ".weight", {h, h})})
                              .to(at::kFloat);
-      at::Tensor qkv_b = at::cat({load(p + "attention.self.query.bias", {h}),
-                                  load(p + "attention.self.key.bias", {h}),
-                                  load(p + "attention.self.value.bias", {h})})
-                             .to(at::kFloat);
+      at::Tensor qkv_b =
+          at::cat({load(p + layout.query + ".bias", {h}), load(p + layout.key + ".bias", {h}),
+                   load(p + layout.value + ".bias", {h})})
+              .to(at::kFloat);
       // Fold attention's 1/sqrt(head_dim) into the query projection (in float32, before any
       // rounding to the compute precision): one op less per layer.
       const double scale = 1.0 / std::sqrt(static_cast<double>(h / c.heads));
       qkv_w.narrow(0, 0, h).mul_(scale);
       qkv_b.narrow(0, 0, h).mul_(scale);
       WeightBias qkv{std::move(qkv_w), std::move(qkv_b)};
-      WeightBias attn_out = weight_bias(p + "attention.output.dense", h, h);
-      l.ln1_w = load(p + "attention.output.LayerNorm.weight", {h});
-      l.ln1_b = load(p + "attention.output.LayerNorm.bias", {h});
+      WeightBias attn_out = weight_bias(p + layout.attn_out, h, h);
+      l.ln1_w = load(p + layout.attn_ln + ".weight", {h});
+      l.ln1_b = load(p + layout.attn_ln + ".bias", {h});
       WeightBias inter = weight_bias(p + "intermediate.dense", in, h);
       WeightBias out = weight_bias(p + "output.dense", h, in);
       l.ln2_w = load(p + "output.LayerNorm.weight", {h});
@@ -413,8 +437,15 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       head.b = LoadTensor(file, layout.head_out + ".bias", {labels});
       impl->head = std::move(head);
     }
-    if (file.contains(prefix + "encoder.layer." + std::to_string(c.layers) +
-                      ".attention.self.query.weight")) {
+    if (c.relative_buckets > 0) {
+      const at::Tensor table =
+          LoadTensor(file, prefix + layout.relative_attention_bias, {c.relative_buckets, c.heads});
+      impl->rel_bias = RelativeAttentionBias(table, c.max_tokens());
+      if (!impl->device.is_cpu())
+        impl->rel_bias_device = impl->rel_bias.to(impl->device, impl->act_dtype);
+    }
+    if (file.contains(prefix + "encoder.layer." + std::to_string(c.layers) + "." + layout.query +
+                      ".weight")) {
       Fail(weights.string() + " has more encoder layers than num_hidden_layers=" +
            std::to_string(c.layers) + " in config.json");
     }
@@ -431,6 +462,7 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       if (c.type_vocab > 1) encoder.type_emb1 = impl->type_emb[1].data_ptr<float>();
       encoder.emb_ln_w = impl->emb_ln_w.data_ptr<float>();
       encoder.emb_ln_b = impl->emb_ln_b.data_ptr<float>();
+      encoder.relative_bias = impl->relative_bias();
       // Every batch size compiled now, not on the first request of each size.
       for (const CpuEncoderWeights::Layer& l : encoder.layers) {
         for (const PackedDense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) d->Precompile();

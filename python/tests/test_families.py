@@ -1,7 +1,8 @@
-"""Encoder families beyond BERT (issue 35): XLM-RoBERTa models served by a router, a worker and
-a gateway this test starts, their vectors and scores against sentence-transformers on the same
-folders. The repository serves (scripts/make_encoder_model.py, seeded random weights in the real
-models' shapes, the trained XLM-R Unigram tokenizer of the tokenizer tests):
+"""Encoder families beyond BERT (issue 35): XLM-RoBERTa and MPNet models served by a router, a
+worker and a gateway this test starts, their vectors and scores against sentence-transformers on
+the same folders. The repository serves (scripts/make_encoder_model.py, seeded random weights in
+the real models' shapes; the XLM-R models with the trained XLM-R Unigram tokenizer of the
+tokenizer tests, the MPNet ones with all-mpnet-base-v2's):
   - "e5": multilingual-e5-small's shape (XLMRobertaModel, 12 layers, hidden 384, 514 positions),
     mean pooling, Normalize; on the fused CPU encoder;
   - "e5-aten": the same folder on the ATen forward (`encoder = "aten"`: the path CUDA takes for
@@ -9,7 +10,10 @@ models' shapes, the trained XLM-R Unigram tokenizer of the tokenizer tests):
   - "m3": bge-m3's shape (hidden 1024, 16 heads, 8,194 positions) cut to one layer, CLS
     pooling, Normalize, max_seq_length 8192;
   - "reranker": an XLMRobertaForSequenceClassification with one label (bge-reranker-v2-m3's
-    head), multilingual-e5-small's shape cut to two layers.
+    head), multilingual-e5-small's shape cut to two layers;
+  - "mpnet": all-mpnet-base-v2's shape (MPNetModel: relative attention bias, no token types)
+    cut to four layers, mean pooling, Normalize;
+  - "mpnet-reranker": an MPNetForSequenceClassification with one label, two layers.
 
 The texts are the tokenizer parity corpus (scripts/tokenizer_corpus.py) with XLM-R's special
 tokens typed into them: "<pad>" typed as text is the padding id, which RoBERTa's positions skip
@@ -17,8 +21,8 @@ tokens typed into them: "<pad>" typed as text is the padding id, which RoBERTa's
 cuts them.
 
 Run by ctest (tests/CMakeLists.txt) with the project's Python environment, which sets
-EMBER_ROUTER_BIN, EMBER_WORKER_BIN, EMBER_GATEWAY_BIN, EMBER_XLMR_E5_DIR, EMBER_XLMR_M3_DIR and
-EMBER_XLMR_RERANKER_DIR.
+EMBER_ROUTER_BIN, EMBER_WORKER_BIN, EMBER_GATEWAY_BIN, EMBER_XLMR_E5_DIR, EMBER_XLMR_M3_DIR,
+EMBER_XLMR_RERANKER_DIR, EMBER_MPNET_DIR and EMBER_MPNET_RERANKER_DIR.
 """
 
 import json
@@ -46,6 +50,11 @@ GATEWAY = os.environ.get("EMBER_GATEWAY_BIN", "")
 E5_DIR = os.environ.get("EMBER_XLMR_E5_DIR", "")
 M3_DIR = os.environ.get("EMBER_XLMR_M3_DIR", "")
 RERANKER_DIR = os.environ.get("EMBER_XLMR_RERANKER_DIR", "")
+MPNET_DIR = os.environ.get("EMBER_MPNET_DIR", "")
+MPNET_RERANKER_DIR = os.environ.get("EMBER_MPNET_RERANKER_DIR", "")
+SERVED = (("e5", E5_DIR), ("m3", M3_DIR), ("reranker", RERANKER_DIR), ("mpnet", MPNET_DIR),
+          ("mpnet-reranker", MPNET_RERANKER_DIR))
+RERANKERS = ("reranker", "mpnet-reranker")
 
 # Both sides compute in float32 in a different order; 12 layers stay well inside this.
 TOLERANCE = 1e-5
@@ -63,12 +72,12 @@ def corpus():
 class FamiliesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        require(ROUTER, WORKER, GATEWAY, E5_DIR, M3_DIR, RERANKER_DIR)
+        require(ROUTER, WORKER, GATEWAY, *(folder for _, folder in SERVED))
         cls.dir = tempfile.mkdtemp(prefix="ember-families-")
         frontend = "ipc://" + os.path.join(cls.dir, "frontend")
         backend = "ipc://" + os.path.join(cls.dir, "backend")
         repository = os.path.join(cls.dir, "repository")
-        for name, source in (("e5", E5_DIR), ("m3", M3_DIR), ("reranker", RERANKER_DIR)):
+        for name, source in SERVED:
             os.makedirs(os.path.join(repository, name))
             os.symlink(source, os.path.join(repository, name, "1"))
         aten = os.path.join(repository, "e5-aten", "1")
@@ -87,14 +96,14 @@ class FamiliesTest(unittest.TestCase):
                                       os.path.join(cls.dir, "gateway.log"))
         cls.processes.append(gateway)
         cls.base = "http://127.0.0.1:%d" % port
-        # Four models load and warm up on a 2-core machine beside other tests: a generous bound.
-        deadline = time.monotonic() + 180
+        # Six models load and warm up on a 2-core machine beside other tests: a generous bound.
+        deadline = time.monotonic() + 240
         while True:
             statuses = [cls.post(cls, "/embed", {"model": m, "inputs": "warm-up"})[0]
-                        for m in ("e5", "e5-aten", "m3")]
-            statuses.append(cls.post(cls, "/rerank", {"model": "reranker", "query": "warm",
-                                                      "texts": ["up"]})[0])
-            if statuses == [200] * 4:
+                        for m in ("e5", "e5-aten", "m3", "mpnet")]
+            statuses += [cls.post(cls, "/rerank", {"model": m, "query": "warm",
+                                                   "texts": ["up"]})[0] for m in RERANKERS]
+            if statuses == [200] * 6:
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError("the cluster did not come up (%s); logs in %s"
@@ -158,21 +167,33 @@ class FamiliesTest(unittest.TestCase):
         texts.append(" ".join("Satz %d über <pad> Füchse und Hunde." % i for i in range(150)))
         self.check_vectors("m3", M3_DIR, texts)
 
-    def test_rerank_equals_cross_encoder_predict(self):
+    def test_mpnet_equals_sentence_transformers(self):
+        self.check_vectors("mpnet", MPNET_DIR, self.texts)
+
+    def check_rerank(self, model, folder):
         query = "Wo schläft der <pad> Fuchs?"
         passages = [t for t in self.texts if len(t) < 400][:40] + [self.texts[-1]]
-        want = CrossEncoder(RERANKER_DIR, device="cpu").predict([(query, p) for p in passages])
-        status, reply, _ = self.post("/rerank", {"model": "reranker", "query": query,
+        want = CrossEncoder(folder, device="cpu").predict([(query, p) for p in passages])
+        status, reply, _ = self.post("/rerank", {"model": model, "query": query,
                                                  "texts": passages})
         self.assertEqual(status, 200, reply)
         self.assertEqual(len(reply), len(passages))
         err = max(abs(r["score"] - float(want[r["index"]])) for r in reply)
-        print("\nreranker: max |ember - CrossEncoder| %.2g over %d pairs" % (err, len(reply)),
+        print("\n%s: max |ember - CrossEncoder| %.2g over %d pairs" % (model, err, len(reply)),
               file=sys.stderr)
         for r in reply:
             self.assertAlmostEqual(r["score"], float(want[r["index"]]), delta=TOLERANCE)
-        self.assertEqual([r["index"] for r in reply],
-                         list(np.argsort(-want, kind="stable")))
+        # Best first; scores closer than the tolerance may come in either order.
+        scores = [r["score"] for r in reply]
+        self.assertEqual(scores, sorted(scores, reverse=True))
+        self.assertEqual(sorted(r["index"] for r in reply), list(range(len(passages))))
+
+
+    def test_rerank_equals_cross_encoder_predict(self):
+        self.check_rerank("reranker", RERANKER_DIR)
+
+    def test_mpnet_rerank_equals_cross_encoder_predict(self):
+        self.check_rerank("mpnet-reranker", MPNET_RERANKER_DIR)
 
 
 if __name__ == "__main__":

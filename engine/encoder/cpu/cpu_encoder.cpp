@@ -17,7 +17,7 @@ namespace ember::engine {
 // B x nh x L x L scores in memory). Only a sequence's own keys and queries are used, which is
 // what an additive -inf key mask over padding yields (exp underflows to exactly 0).
 void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<const int64_t> lens,
-                  int64_t nh, int64_t hd, float* ctx) {
+                  int64_t nh, int64_t hd, float* ctx, RelativeBias bias) {
   const auto b = static_cast<int64_t>(lens.size());
   const int64_t h = nh * hd, ld_qkv = 3 * h;
   // Score floats per item: 256 KiB, a quarter of this CPU's 1 MiB per-core L2.
@@ -36,6 +36,15 @@ void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<c
         const float* q = base + (h0 + i) * hd;
         // Column-major S^T [keys x queries] = K * Q^T, i.e. row-major S [queries x keys].
         Sgemm(true, false, n, n, hd, q + h, ld_qkv, q, ld_qkv, s + i * n * n, n);
+        if (bias.table != nullptr) {
+          // Query row r adds the table's distances -r .. n - 1 - r, contiguous.
+          const float* head = bias.table + (h0 + i) * (2 * bias.span - 1) + bias.span - 1;
+          for (int64_t r = 0; r < n; ++r) {
+            float* row = s + i * n * n + r * n;
+            const float* add = head - r;
+            for (int64_t c = 0; c < n; ++c) row[c] += add[c];
+          }
+        }
       }
       at::_softmax_out(scores, scores, -1, false);  // row-wise, safe in place
       for (int64_t i = 0; i < heads; ++i) {
@@ -113,7 +122,7 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
 
   for (const CpuEncoderWeights::Layer& l : w.layers) {
     l.qkv.Apply(x, rows, qkv);
-    CpuAttention(qkv, starts, lens, w.heads, hd, ctx);
+    CpuAttention(qkv, starts, lens, w.heads, hd, ctx, w.relative_bias);
     l.attn_out.Apply(ctx, rows, tmp);
     ForRows(rows, h, [&](int64_t r0, int64_t r1) {
       AddLayerNorm(x + r0 * h, tmp + r0 * h, nullptr, l.ln1_w, l.ln1_b, r1 - r0, h, w.eps);

@@ -26,6 +26,14 @@
 
 namespace ember::engine {
 
+// A per-head bias on attention scores by the distance from query to key (MPNet;
+// engine/encoder/relative_attention_bias.h): head h adds
+// table[h * (2 * span - 1) + (key - query) + span - 1] to a score. A null table: none.
+struct RelativeBias {
+  const float* table = nullptr;
+  int64_t span = 0;  // sequences are at most this long
+};
+
 // The dense layers are owned; the other pointers borrow float32 row-major contiguous tensors
 // that the caller keeps alive.
 struct CpuEncoderWeights {
@@ -40,6 +48,7 @@ struct CpuEncoderWeights {
   const float* type_emb1 = nullptr;  // [H]: token type 1 (a pair's second); null: none
   const float* emb_ln_w = nullptr;   // [H]
   const float* emb_ln_b = nullptr;   // [H]
+  RelativeBias relative_bias;
   struct Layer {
     PackedDense qkv;               // H -> 3H: query, key, value; query pre-scaled by 1/sqrt(hd)
     PackedDense attn_out;          // H -> H
@@ -62,8 +71,9 @@ void CpuEncode(const CpuEncoderWeights& w, const TokenBatch& batch, Pooling pool
 
 // Self-attention of float32 rows. qkv: [rows, 3H] (Q already scaled by 1/sqrt(hd)); sequence
 // i occupies rows [starts[i], starts[i] + lens[i]). Writes those rows of ctx [rows, H]; other
-// rows are left as they are. Splits (sequence, group of heads) items over at::parallel_for.
+// rows are left as they are. `bias` is added to the scores before the softmax. Splits (sequence,
+// group of heads) items over at::parallel_for.
 void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<const int64_t> lens,
-                  int64_t heads, int64_t head_dim, float* ctx);
+                  int64_t heads, int64_t head_dim, float* ctx, RelativeBias bias = {});
 
 }  // namespace ember::engine
