@@ -65,6 +65,14 @@ Model LoadModel(const std::filesystem::path& path, BackendOptions options) {
     throw Error(ErrorCode::kBadRequest, "model '" + path.string() + "': unknown backend '" +
                                             options.backend + "' (" + BackendNames() + ")");
   }
+  // What the folder is comes before the TorchScript backend's parameters: a folder that lost
+  // its config.json (a link pointing nowhere) is not a TorchScript model with wrong settings.
+  const fs::path script = fs::is_directory(path) ? path / "model.pt" : path;
+  if (!fs::is_regular_file(script)) {
+    throw std::runtime_error("model '" + path.string() +
+                             "': neither a HuggingFace folder (config.json + model.safetensors; a "
+                             "link that points nowhere counts as missing) nor a TorchScript file");
+  }
   // A TorchScript module runs in whatever dtypes it was exported with; converting it here
   // would be a guess.
   if (const auto precision = options.params.TakeString("precision");
@@ -75,14 +83,8 @@ Model LoadModel(const std::filesystem::path& path, BackendOptions options) {
                     "exported; use fp32)");
   }
   options.params.RejectUnused("torchscript", "precision (fp32 only)");
-  const fs::path script = fs::is_directory(path) ? path / "model.pt" : path;
-  if (fs::is_regular_file(script)) {
-    return LoadTorchScript(script,
-                           TorchOptions{.device = options.device, .threads = options.threads});
-  }
-  throw std::runtime_error("model '" + path.string() +
-                           "': neither a HuggingFace folder (config.json + model.safetensors) "
-                           "nor a TorchScript file");
+  return LoadTorchScript(script,
+                         TorchOptions{.device = options.device, .threads = options.threads});
 }
 
 void WarmUp(const Model& model) {

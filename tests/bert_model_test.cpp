@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/error_code.h"
+#include "engine/backend_factory.h"
 #include "engine/encoder/cpu/packed_dense.h"
 #include "engine/encoder/encoder_backend.h"
 #include "engine/encoder/encoder_model.h"
@@ -759,6 +760,22 @@ TEST_F(BrokenFolderTest, UnsupportedModelType) {
   WriteFile(dir_ / "config.json", c.dump());
   // The message names what the folder is and what ember serves instead.
   ExpectLoadError({"config.json", "\"t5\"", "T5EncoderModel", "bert", "xlm-roberta"});
+}
+
+TEST_F(BrokenFolderTest, WithoutConfigJsonTheFolderIsNamedNotTheTorchScriptSettings) {
+  // As a repository version of links to a folder that is gone: no config.json, an encoder
+  // setting in config.toml.
+  fs::remove(dir_ / "config.json");
+  BackendParams params;
+  params.Set("encoder", "aten");
+  try {
+    LoadModel(dir_, BackendOptions{.params = params});
+    ADD_FAILURE() << "LoadModel succeeded without config.json";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("neither a HuggingFace folder (config.json"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(BrokenFolderTest, NegativePaddingId) {
