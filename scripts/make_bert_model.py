@@ -25,6 +25,7 @@ Only torch and the standard library are needed: the project's Python (.venv/bin/
 """
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -119,6 +120,50 @@ def write_json(path, obj):
         f.write("\n")
 
 
+def write_sentence_transformers_files(folder, hidden, pooling, max_seq_length):
+    """A sentence-transformers folder's own files: modules.json (Transformer, Pooling,
+    Normalize), sentence_bert_config.json and 1_Pooling/config.json (pooling "mean" or "cls")."""
+    write_json(os.path.join(folder, "modules.json"), [
+        {"idx": 0, "name": "0", "path": "",
+         "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling",
+         "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize",
+         "type": "sentence_transformers.models.Normalize"},
+    ])
+    write_json(os.path.join(folder, "sentence_bert_config.json"),
+               {"max_seq_length": max_seq_length, "do_lower_case": False})
+    os.makedirs(os.path.join(folder, "1_Pooling"))
+    write_json(os.path.join(folder, "1_Pooling", "config.json"), {
+        "word_embedding_dimension": hidden,
+        "pooling_mode_cls_token": pooling == "cls",
+        "pooling_mode_mean_tokens": pooling == "mean",
+        "pooling_mode_max_tokens": False,
+        "pooling_mode_mean_sqrt_len_tokens": False,
+    })
+    os.makedirs(os.path.join(folder, "2_Normalize"))
+
+
+@contextlib.contextmanager
+def folder_in_place(out_dir):
+    """Yields a temporary sibling of out_dir to fill, which replaces out_dir when the block
+    ends, so that an interrupted run never leaves a half-written folder that a build system
+    would consider up to date; on an error the temporary folder is removed."""
+    out_dir = os.path.abspath(out_dir)
+    parent = os.path.dirname(out_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(out_dir) + "-", dir=parent)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o755)  # mkdtemp creates 0700
+        if os.path.isdir(out_dir):
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 # Named shapes (layers, hidden, heads, intermediate) of models no package ships with weights:
 # --shape sets them, and any of --layers / --hidden / --heads / --intermediate given overrides.
 SHAPES = {
@@ -172,12 +217,7 @@ def main(argv=None):
     state = build_state(args, gen)
 
     out_dir = os.path.abspath(args.out_dir)
-    parent = os.path.dirname(out_dir)
-    os.makedirs(parent, exist_ok=True)
-    # Build in a sibling temp dir and rename, so an interrupted run never leaves a
-    # half-written folder that a build system would consider up to date.
-    tmp = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(out_dir) + "-", dir=parent)
-    try:
+    with folder_in_place(out_dir) as tmp:
         dtype_name, dtype = _DTYPES[args.dtype]
         sha, size = write_safetensors(
             os.path.join(tmp, "model.safetensors"), state, dtype_name, dtype,
@@ -207,32 +247,8 @@ def main(argv=None):
             "torch_dtype": {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[args.dtype],
         })
         if not args.no_st:
-            write_json(os.path.join(tmp, "modules.json"), [
-                {"idx": 0, "name": "0", "path": "",
-                 "type": "sentence_transformers.models.Transformer"},
-                {"idx": 1, "name": "1", "path": "1_Pooling",
-                 "type": "sentence_transformers.models.Pooling"},
-                {"idx": 2, "name": "2", "path": "2_Normalize",
-                 "type": "sentence_transformers.models.Normalize"},
-            ])
-            write_json(os.path.join(tmp, "sentence_bert_config.json"),
-                       {"max_seq_length": args.max_seq_length, "do_lower_case": False})
-            os.makedirs(os.path.join(tmp, "1_Pooling"))
-            write_json(os.path.join(tmp, "1_Pooling", "config.json"), {
-                "word_embedding_dimension": args.hidden,
-                "pooling_mode_cls_token": args.pooling == "cls",
-                "pooling_mode_mean_tokens": args.pooling == "mean",
-                "pooling_mode_max_tokens": False,
-                "pooling_mode_mean_sqrt_len_tokens": False,
-            })
-            os.makedirs(os.path.join(tmp, "2_Normalize"))
-        os.chmod(tmp, 0o755)  # mkdtemp creates 0700
-        if os.path.isdir(out_dir):
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            write_sentence_transformers_files(tmp, args.hidden, args.pooling,
+                                              args.max_seq_length)
     n_params = sum(t.numel() for _, t in state)
     print(f"wrote {out_dir}: {n_params} params, {len(state)} tensors, {args.dtype}, "
           f"{size} bytes, sha256 {sha}, {time.monotonic() - t0:.2f}s")

@@ -20,9 +20,10 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 
 import torch
+
+from make_bert_model import folder_in_place, write_json, write_sentence_transformers_files
 
 # Named shapes (layers, hidden, heads, intermediate, max_position_embeddings) of the real models.
 SHAPES = {
@@ -54,12 +55,6 @@ FAMILIES = {
               {"unk_token": "[UNK]", "do_lower_case": True, "tokenize_chinese_chars": True,
                "strip_accents": None}),
 }
-
-
-def write_json(path, obj):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
 
 
 def tokenizer_vocab_size(path):
@@ -109,43 +104,14 @@ def main(argv=None):
                 p.mul_(10.0)
 
     out_dir = os.path.abspath(args.out_dir)
-    parent = os.path.dirname(out_dir)
-    os.makedirs(parent, exist_ok=True)
-    # Built in a sibling temp dir and renamed, so an interrupted run leaves no half folder.
-    tmp = tempfile.mkdtemp(prefix=".tmp-" + os.path.basename(out_dir) + "-", dir=parent)
-    try:
+    with folder_in_place(out_dir) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         shutil.copyfile(tokenizer_json, os.path.join(tmp, "tokenizer.json"))
         write_json(os.path.join(tmp, "tokenizer_config.json"), {
             "tokenizer_class": tokenizer_class, "model_max_length": max_pos - 2,
             **ROBERTA_SPECIALS, **(tokens[0] if tokens else {})})
         if not args.labels:
-            write_json(os.path.join(tmp, "modules.json"), [
-                {"idx": 0, "name": "0", "path": "",
-                 "type": "sentence_transformers.models.Transformer"},
-                {"idx": 1, "name": "1", "path": "1_Pooling",
-                 "type": "sentence_transformers.models.Pooling"},
-                {"idx": 2, "name": "2", "path": "2_Normalize",
-                 "type": "sentence_transformers.models.Normalize"},
-            ])
-            write_json(os.path.join(tmp, "sentence_bert_config.json"),
-                       {"max_seq_length": args.max_seq_length, "do_lower_case": False})
-            os.makedirs(os.path.join(tmp, "1_Pooling"))
-            write_json(os.path.join(tmp, "1_Pooling", "config.json"), {
-                "word_embedding_dimension": hidden,
-                "pooling_mode_cls_token": args.pooling == "cls",
-                "pooling_mode_mean_tokens": args.pooling == "mean",
-                "pooling_mode_max_tokens": False,
-                "pooling_mode_mean_sqrt_len_tokens": False,
-            })
-            os.makedirs(os.path.join(tmp, "2_Normalize"))
-        os.chmod(tmp, 0o755)  # mkdtemp creates 0700
-        if os.path.isdir(out_dir):
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            write_sentence_transformers_files(tmp, hidden, args.pooling, args.max_seq_length)
     n = sum(p.numel() for p in model.parameters())
     print(f"wrote {out_dir}: {model_class}, {n} parameters, seed {args.seed}")
     return 0

@@ -61,6 +61,27 @@ void ReadShape(const Json& j, const fs::path& file, EncoderConfig& c) {
   }
 }
 
+void ReadLayerSettings(const Json& j, const fs::path& file, EncoderConfig& c) {
+  ReadPositive(j, "layer_norm_eps", file, c.eps);
+  if (auto it = j.find("hidden_act"); it != j.end()) c.act = ParseActivation(*it, file);
+  if (IsSequenceClassifier(j)) c.labels = Labels(j, file);
+}
+
+void RequireAbsolutePositions(const Json& j, const fs::path& file) {
+  if (auto it = j.find("position_embedding_type"); it != j.end() && *it != "absolute") {
+    Fail(file.string() + ": position_embedding_type " + it->dump() + " is not supported");
+  }
+}
+
+void UsePaddingPositions(int64_t pad, const fs::path& file, EncoderConfig& c) {
+  c.pad_id = pad;
+  c.position_offset = pad + 1;
+  if (c.max_pos <= c.position_offset) {
+    Fail(file.string() + ": max_position_embeddings " + std::to_string(c.max_pos) +
+         " leaves no position after padding_idx " + std::to_string(pad));
+  }
+}
+
 bool IsSequenceClassifier(const Json& config) {
   const auto it = config.find("architectures");
   if (it == config.end() || !it->is_array()) return false;

@@ -30,6 +30,15 @@ Activation ParseActivation(const Json& value, const std::filesystem::path& file)
 // The shape every family has: hidden_size, num_hidden_layers, num_attention_heads,
 // intermediate_size, vocab_size, max_position_embeddings (checked: heads divide hidden).
 void ReadShape(const Json& j, const std::filesystem::path& file, EncoderConfig& c);
+// What every family reads alike after its shape: layer_norm_eps and hidden_act if there, and
+// a sequence classifier's labels.
+void ReadLayerSettings(const Json& j, const std::filesystem::path& file, EncoderConfig& c);
+// Fails unless position_embedding_type is absent or "absolute" (BERT's and RoBERTa's configs
+// may ask for relative_key, which ember does not run).
+void RequireAbsolutePositions(const Json& j, const std::filesystem::path& file);
+// RoBERTa's position scheme (MPNet's too): `pad` is the padding id and a sequence's first
+// position pad + 1 (positions.h); fails when max_position_embeddings leaves no position.
+void UsePaddingPositions(int64_t pad, const std::filesystem::path& file, EncoderConfig& c);
 // Whether `architectures` names a ...ForSequenceClassification model, and its labels in id order
 // as HF's PretrainedConfig resolves them (id2label, else num_labels, else two).
 bool IsSequenceClassifier(const Json& config);

@@ -8,13 +8,7 @@ EncoderSpec ParseMpnetFamily(const config_json::Json& j, const std::filesystem::
   EncoderConfig& c = spec.config;
   c.family = "mpnet";
   ReadShape(j, file, c);
-  constexpr int64_t kPaddingIdx = 1;  // MPNetEmbeddings.padding_idx
-  c.pad_id = kPaddingIdx;
-  c.position_offset = kPaddingIdx + 1;
-  if (c.max_pos <= c.position_offset) {
-    Fail(file.string() + ": max_position_embeddings " + std::to_string(c.max_pos) +
-         " leaves no position after padding_idx 1");
-  }
+  UsePaddingPositions(/*pad=*/1, file, c);  // MPNetEmbeddings.padding_idx, whatever the config
   c.type_vocab = 1;
   // MPNetConfig's defaults: 32 buckets, layer_norm_eps 1e-12 (the checkpoints say 1e-5).
   c.relative_buckets = j.contains("relative_attention_num_buckets")
@@ -24,9 +18,7 @@ EncoderSpec ParseMpnetFamily(const config_json::Json& j, const std::filesystem::
     Fail(file.string() + ": relative_attention_num_buckets " + std::to_string(c.relative_buckets) +
          " is under the 32 buckets MPNet's attention looks up");
   }
-  ReadPositive(j, "layer_norm_eps", file, c.eps);
-  if (auto it = j.find("hidden_act"); it != j.end()) c.act = ParseActivation(*it, file);
-  if (IsSequenceClassifier(j)) c.labels = Labels(j, file);
+  ReadLayerSettings(j, file, c);
   EncoderLayout& l = spec.layout;
   l.base_prefix = "mpnet.";
   l.query = "attention.attn.q";

@@ -1,11 +1,15 @@
-"""What the Python tests share for the processes they start (routers, workers, gateways)."""
+"""What the Python tests share for the processes they start (routers, workers, gateways), the
+model repositories they serve and the gateway they call."""
 
 import ctypes
+import json
 import os
 import re
 import signal
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
 
 def _die_with_parent():
@@ -54,3 +58,33 @@ def stop(processes, timeout=5):
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def add_version(repository, name, source, config_toml=None):
+    """Makes version 1 of model `name` in `repository` serve the folder `source`: a link to it,
+    or, with config_toml, a folder of links to its entries beside a config.toml of that text
+    (the same weights under other settings)."""
+    version = os.path.join(repository, name, "1")
+    if config_toml is None:
+        os.makedirs(os.path.dirname(version), exist_ok=True)
+        os.symlink(source, version)
+        return
+    os.makedirs(version)
+    for entry in os.listdir(source):
+        os.symlink(os.path.join(source, entry), os.path.join(version, entry))
+    with open(os.path.join(version, "config.toml"), "w") as f:
+        f.write(config_toml)
+
+
+def post_json(base, path, body, timeout=30):
+    """(status, parsed JSON body, headers) of a POST of `body` as JSON to base + path; status 0
+    and the reason when nothing answers (a gateway not up yet)."""
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read()), response.headers
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read()), e.headers
+    except urllib.error.URLError as e:
+        return 0, str(e), {}

@@ -25,20 +25,17 @@ EMBER_ROUTER_BIN, EMBER_WORKER_BIN, EMBER_GATEWAY_BIN, EMBER_XLMR_E5_DIR, EMBER_
 EMBER_XLMR_RERANKER_DIR, EMBER_MPNET_DIR and EMBER_MPNET_RERANKER_DIR.
 """
 
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 import numpy as np
 from sentence_transformers import CrossEncoder, SentenceTransformer
 
-from processes import require, start, start_gateway, stop
+from processes import add_version, post_json, require, start, start_gateway, stop
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts"))
@@ -78,14 +75,8 @@ class FamiliesTest(unittest.TestCase):
         backend = "ipc://" + os.path.join(cls.dir, "backend")
         repository = os.path.join(cls.dir, "repository")
         for name, source in SERVED:
-            os.makedirs(os.path.join(repository, name))
-            os.symlink(source, os.path.join(repository, name, "1"))
-        aten = os.path.join(repository, "e5-aten", "1")
-        os.makedirs(aten)
-        for entry in os.listdir(E5_DIR):
-            os.symlink(os.path.join(E5_DIR, entry), os.path.join(aten, entry))
-        with open(os.path.join(aten, "config.toml"), "w") as f:
-            f.write('encoder = "aten"\n')
+            add_version(repository, name, source)
+        add_version(repository, "e5-aten", E5_DIR, 'encoder = "aten"\n')
         cls.processes = [
             start([ROUTER, "--frontend", frontend, "--backend", backend],
                   os.path.join(cls.dir, "router.log")),
@@ -118,15 +109,7 @@ class FamiliesTest(unittest.TestCase):
 
     def post(self, path, body):
         """(status, parsed JSON body, headers) of a POST to the gateway."""
-        request = urllib.request.Request(self.base + path, data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=120) as response:
-                return response.status, json.loads(response.read()), response.headers
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read()), e.headers
-        except urllib.error.URLError as e:  # the gateway is not up yet
-            return 0, str(e), {}
+        return post_json(self.base, path, body, timeout=120)
 
     def embed(self, model, texts):
         vectors = []

@@ -26,15 +26,13 @@ import sys
 import tempfile
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 import numpy as np
 import torch
 from sentence_transformers import CrossEncoder
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from processes import require, start, start_gateway, stop
+from processes import add_version, post_json, require, start, start_gateway, stop
 
 # The Python client runs on the system's Python (python3-zmq, python3-msgpack: scripts/setup.sh),
 # as its own test does; this environment has the oracles.
@@ -77,14 +75,8 @@ class ScoresTest(unittest.TestCase):
         repository = os.path.join(cls.dir, "repository")
         for name, source in (("reranker", RERANKER_DIR), ("classifier", CLASSIFIER_DIR),
                              ("minilm", MINILM_DIR)):
-            os.makedirs(os.path.join(repository, name))
-            os.symlink(source, os.path.join(repository, name, "1"))
-        aten = os.path.join(repository, "reranker-aten", "1")
-        os.makedirs(aten)
-        for entry in os.listdir(RERANKER_DIR):
-            os.symlink(os.path.join(RERANKER_DIR, entry), os.path.join(aten, entry))
-        with open(os.path.join(aten, "config.toml"), "w") as f:
-            f.write('encoder = "aten"\n')
+            add_version(repository, name, source)
+        add_version(repository, "reranker-aten", RERANKER_DIR, 'encoder = "aten"\n')
         cls.processes = [
             start([ROUTER, "--frontend", cls.frontend, "--backend", backend,
                    "--cache-bytes", str(16 << 20)], os.path.join(cls.dir, "router.log")),
@@ -126,15 +118,7 @@ class ScoresTest(unittest.TestCase):
 
     def post(self, path, body):
         """(status, parsed JSON body, headers) of a POST to the gateway."""
-        request = urllib.request.Request(self.base + path, data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, json.loads(response.read()), response.headers
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read()), e.headers
-        except urllib.error.URLError as e:  # the gateway is not up yet
-            return 0, str(e), {}
+        return post_json(self.base, path, body)
 
     def python_client(self, code):
         """What `code` prints as JSON, run with the Python client's `client` on the router."""
