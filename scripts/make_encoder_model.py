@@ -31,6 +31,8 @@ SHAPES = {
     "e5-base": (12, 768, 12, 3072, 514),   # intfloat/multilingual-e5-base, xlm-roberta-base
     "m3": (24, 1024, 16, 4096, 8194),      # BAAI/bge-m3, bge-reranker-v2-m3
     "mpnet-base": (12, 768, 12, 3072, 514),  # sentence-transformers/all-mpnet-base-v2
+    # answerdotai/ModernBERT-base, Alibaba-NLP/gte-modernbert-base, nomic-ai/modernbert-embed-base
+    "modernbert-base": (22, 768, 12, 1152, 8192),
 }
 
 # family -> (config class, encoder class, classifier class, tokenizer class), by name in
@@ -54,6 +56,16 @@ FAMILIES = {
                "relative_attention_num_buckets": 32},
               {"unk_token": "[UNK]", "do_lower_case": True, "tokenize_chinese_chars": True,
                "strip_accents": None}),
+    # ModernBERT-base's config (global and local RoPE, a global layer every 3, a window of 128,
+    # no biases); its special tokens' ids are the tokenizer's (special_token_ids).
+    "modernbert": ("ModernBertConfig", "ModernBertModel", "ModernBertForSequenceClassification",
+                   "PreTrainedTokenizerFast",
+                   {"hidden_activation": "gelu", "norm_eps": 1e-5, "global_attn_every_n_layers": 3,
+                    "local_attention": 128, "global_rope_theta": 160000.0,
+                    "local_rope_theta": 10000.0},
+                   {"unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+                    "pad_token": "[PAD]", "mask_token": "[MASK]", "bos_token": None,
+                    "eos_token": None}),
 }
 
 
@@ -64,6 +76,13 @@ def tokenizer_vocab_size(path):
     ids = [i for _, i in vocab.items()] if isinstance(vocab, dict) else [len(vocab) - 1]
     ids += [t["id"] for t in tok.get("added_tokens", [])]
     return max(ids) + 1
+
+
+def special_token_ids(path, names):
+    """{"pad_token_id": id of [PAD], ...} for a tokenizer.json's added tokens."""
+    with open(path, encoding="utf-8") as f:
+        ids = {t["content"]: t["id"] for t in json.load(f).get("added_tokens", [])}
+    return {key: ids[token] for key, token in names.items()}
 
 
 def main(argv=None):
@@ -84,10 +103,16 @@ def main(argv=None):
     config_name, model_name, classifier_name, tokenizer_class, extra, *tokens = FAMILIES[args.family]
     layers, hidden, heads, inter, max_pos = SHAPES[args.shape]
     tokenizer_json = os.path.join(args.tokenizer, "tokenizer.json")
+    if args.family == "modernbert":
+        extra = {**extra, **special_token_ids(tokenizer_json, {
+            "pad_token_id": "[PAD]", "cls_token_id": "[CLS]", "sep_token_id": "[SEP]",
+            "bos_token_id": "[CLS]", "eos_token_id": "[SEP]"})}
+    else:
+        extra = {"hidden_act": "gelu", **extra}
     config = getattr(transformers, config_name)(
         vocab_size=tokenizer_vocab_size(tokenizer_json), hidden_size=hidden,
         num_hidden_layers=args.layers or layers, num_attention_heads=heads,
-        intermediate_size=inter, max_position_embeddings=max_pos, hidden_act="gelu", **extra)
+        intermediate_size=inter, max_position_embeddings=max_pos, **extra)
     if args.labels:
         config.id2label = dict(enumerate(args.labels))
         config.label2id = {n: i for i, n in enumerate(args.labels)}
@@ -97,7 +122,8 @@ def main(argv=None):
     gen = torch.Generator().manual_seed(args.seed + 1)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.endswith("bias") or "LayerNorm" in name or "relative_attention" in name:
+            if (name.endswith("bias") or "LayerNorm" in name or "relative_attention" in name
+                    or name.endswith("norm.weight")):
                 p.add_(torch.randn(p.shape, generator=gen) * 0.05)
             if args.labels and name.startswith("classifier."):
                 # Larger than the init so that scores spread over the sigmoid.
@@ -108,7 +134,8 @@ def main(argv=None):
         model.save_pretrained(tmp, safe_serialization=True)
         shutil.copyfile(tokenizer_json, os.path.join(tmp, "tokenizer.json"))
         write_json(os.path.join(tmp, "tokenizer_config.json"), {
-            "tokenizer_class": tokenizer_class, "model_max_length": max_pos - 2,
+            "tokenizer_class": tokenizer_class,
+            "model_max_length": max_pos if args.family == "modernbert" else max_pos - 2,
             **ROBERTA_SPECIALS, **(tokens[0] if tokens else {})})
         if not args.labels:
             write_sentence_transformers_files(tmp, hidden, args.pooling, args.max_seq_length)

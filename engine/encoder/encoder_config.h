@@ -18,8 +18,9 @@ namespace ember::engine {
 struct EncoderConfig {
   std::string family;  // config.json's model_type, for messages ("bert", "xlm-roberta", ...)
   int64_t hidden = 0, layers = 0, heads = 0, intermediate = 0, vocab = 0;
-  // Rows of the position table, and the row of a sequence's first token: RoBERTa's positions
-  // start at padding_idx + 1 (2 for XLM-R), so 514 rows take 512 tokens.
+  // Rows of the position table (with RoPE: the longest sequence), and the row of a sequence's
+  // first token: RoBERTa's positions start at padding_idx + 1 (2 for XLM-R), so 514 rows take
+  // 512 tokens.
   int64_t max_pos = 0, position_offset = 0;
   // RoBERTa: the padding id, whose tokens take position padding_idx and leave the others'
   // positions as if they were not there (-1: none; positions are 0, 1, ... + position_offset).
@@ -29,6 +30,22 @@ struct EncoderConfig {
   // (T5's buckets: 32, exact below 8, logarithmic to 128), read from a table of
   // `relative_buckets` rows, one column per head. 0: none.
   int64_t relative_buckets = 0;
+  // ModernBERT's layer: pre-norm (x + f(LayerNorm(x)) for attention and feed-forward, no norm
+  // before the first layer's attention, a final LayerNorm after the last layer) instead of
+  // BERT's post-norm (LayerNorm(x + f(x))).
+  bool pre_norm = false;
+  // Rotary position embeddings (RoPE, rotate-half over each head's full width; HF's default
+  // rope_type) instead of a position table: rope_theta for global layers, sliding_rope_theta
+  // for sliding-window ones. 0: a position table (max_pos rows).
+  double rope_theta = 0, sliding_rope_theta = 0;
+  // Sliding-window attention: a layer with sliding_layer[i] set attends only to keys at most
+  // `sliding_window` positions from the query (ModernBERT: local_attention / 2). Empty: every
+  // layer attends globally.
+  int64_t sliding_window = 0;
+  std::vector<bool> sliding_layer{};
+  // The feed-forward's first projection gives 2 x intermediate: act(first half) * second half
+  // (ModernBERT's GeGLU), instead of act(all).
+  bool gated_ffn = false;
   double eps = 1e-12;
   Activation act = Activation::kGeluErf;
   // A ...ForSequenceClassification checkpoint (a cross-encoder or text classifier): its outputs
@@ -38,18 +55,40 @@ struct EncoderConfig {
 
   // The longest sequence the position table takes.
   int64_t max_tokens() const { return max_pos - position_offset; }
+  // Whether layer i attends within the sliding window only.
+  bool sliding(int64_t layer) const {
+    return layer < static_cast<int64_t>(sliding_layer.size()) &&
+           sliding_layer[static_cast<size_t>(layer)];
+  }
+  // Whether the layers are BERT's (post-norm, position table, plain feed-forward, global
+  // attention): what the CUDA encoder runs.
+  bool bert_layers() const {
+    return !pre_norm && rope_theta == 0 && !gated_ffn && sliding_layer.empty();
+  }
 };
 
-// Where a family's checkpoint keeps its tensors. Embeddings and layers are named as BERT's
-// (embeddings.word_embeddings, encoder.layer.N.attention.self.query, ...), under `base_prefix`
-// in a task model's checkpoint ("bert.", "roberta.") and under none in a bare encoder's.
+// Where a family's checkpoint keeps its tensors. The defaults are BERT's names
+// (embeddings.word_embeddings, encoder.layer.N.attention.self.query, ...); everything is under
+// `base_prefix` in a task model's checkpoint ("bert.", "roberta.") and under none in a bare
+// encoder's.
 struct EncoderLayout {
   std::string base_prefix;
-  // Under "encoder.layer.N.": the attention's query, key, value and output projections and the
-  // LayerNorm after it (BERT's names; MPNet's are attention.attn.q/k/v/o, attention.LayerNorm).
+  std::string word_embeddings = "embeddings.word_embeddings", embedding_ln = "embeddings.LayerNorm";
+  // Layer N's tensors are under layer_prefix + N + ".".
+  std::string layer_prefix = "encoder.layer.";
+  // The attention's query, key, value and output projections and its LayerNorm (after it in a
+  // post-norm layer, before it in a pre-norm one). MPNet's are attention.attn.q/k/v/o and
+  // attention.LayerNorm. `qkv`, if set, names one tensor of query, key and value rows
+  // (ModernBERT's attn.Wqkv) instead of the three.
   std::string query = "attention.self.query", key = "attention.self.key",
-              value = "attention.self.value", attn_out = "attention.output.dense",
+              value = "attention.self.value", qkv, attn_out = "attention.output.dense",
               attn_ln = "attention.output.LayerNorm";
+  // The feed-forward's two projections and its LayerNorm.
+  std::string inter = "intermediate.dense", out = "output.dense", ffn_ln = "output.LayerNorm";
+  // Pre-norm: the LayerNorm after the last layer (under the base prefix).
+  std::string final_ln;
+  // Which tensors have a bias (ModernBERT: none by default); a missing one adds 0.
+  bool attention_bias = true, ffn_bias = true, norm_bias = true;
   // Whether the checkpoint has embeddings.token_type_embeddings (MPNet has none: type 0 adds 0).
   bool token_type_embeddings = true;
   // The relative attention bias table [relative_buckets, heads], if the config has one.

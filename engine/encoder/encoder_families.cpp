@@ -4,6 +4,7 @@
 
 #include "engine/bert/bert_family.h"
 #include "engine/encoder/config_json.h"
+#include "engine/modernbert/modernbert_family.h"
 #include "engine/mpnet/mpnet_family.h"
 #include "engine/roberta/roberta_family.h"
 
@@ -16,8 +17,11 @@ struct Family {
 };
 
 constexpr Family kFamilies[] = {
-    {"bert", ParseBertFamily},           {"camembert", ParseRobertaFamily},
-    {"mpnet", ParseMpnetFamily},         {"roberta", ParseRobertaFamily},
+    {"bert", ParseBertFamily},
+    {"camembert", ParseRobertaFamily},
+    {"modernbert", ParseModernBertFamily},
+    {"mpnet", ParseMpnetFamily},
+    {"roberta", ParseRobertaFamily},
     {"xlm-roberta", ParseRobertaFamily},
 };
 

@@ -24,6 +24,7 @@
 #include "engine/encoder/encoder_families.h"
 #include "engine/encoder/positions.h"
 #include "engine/encoder/relative_attention_bias.h"
+#include "engine/encoder/rotary_embedding.h"
 #include "engine/encoder/safetensors.h"
 #include "engine/encoder/sentence_transformers_config.h"
 #include "engine/encoder/stream_lanes.h"
@@ -83,7 +84,7 @@ at::Tensor LoadTensor(const SafeTensorsFile& file, const std::string& name,
 struct Layer {
   Dense qkv;  // query/key/value fused: [3H, H], [3H]; query rows pre-scaled by 1/sqrt(hd)
   Dense attn_out, inter, out;
-  at::Tensor ln1_w, ln1_b, ln2_w, ln2_b;
+  at::Tensor ln1_w, ln1_b, ln2_w, ln2_b;  // pre-norm: ln1 undefined in a layer without it
 };
 
 }  // namespace
@@ -110,7 +111,11 @@ struct EncoderModel::Impl {
   // [heads, 2 * max_tokens - 1] on the host for the CPU paths; rel_bias_device the same on the
   // device in the compute dtype. Undefined: none.
   at::Tensor rel_bias, rel_bias_device;
+  // RoPE (EncoderConfig::rope_theta): the global and sliding-window layers' tables, float32 on
+  // the device [max_tokens, head_dim / 2].
+  RotaryTable rope, sliding_rope;
   std::vector<Layer> layers;
+  at::Tensor final_ln_w, final_ln_b;  // pre-norm: after the last layer
   // A sequence classifier's pooler and classifier (EncoderConfig::labels); nullopt for an encoder.
   std::optional<ClassifierHead> head;
   // fp32 / bf16 on CPU with EncoderOptions::fused: the encoder CpuEncode runs. It owns the packed
@@ -145,8 +150,9 @@ struct EncoderModel::Impl {
     const int64_t hd = h / nh;
     const bool cpu = device.is_cpu();
 
-    at::Tensor x = at::embedding(word_emb, ids) + at::embedding(pos_emb, positions) +
+    at::Tensor x = at::embedding(word_emb, ids) +
                    (types.defined() ? at::embedding(type_emb, types) : type_emb0);
+    if (pos_emb.defined()) x.add_(at::embedding(pos_emb, positions));
     x = at::layer_norm(x.view({b * len, h}), {h}, emb_ln_w, emb_ln_b, cfg.eps);
 
     // Other devices: additive key mask, broadcast over heads and query positions [B, 1, 1, L].
@@ -156,37 +162,76 @@ struct EncoderModel::Impl {
     }
     bool padded = false;
     for (int64_t n : lens) padded = padded || n != len;
-    // Other devices: the relative bias of every (query, key) pair [1, nh, L, L] (MPNet).
-    at::Tensor pair_bias;
-    if (!cpu && rel_bias_device.defined()) {
-      const int64_t span = cfg.max_tokens();
+    // Other devices: the relative bias of every (query, key) pair [1, nh, L, L] (MPNet), and
+    // the sliding window's mask [1, 1, L, L].
+    at::Tensor pair_bias, window_bias;
+    if (!cpu) {
       const at::Tensor pos = at::arange(len, at::TensorOptions().dtype(at::kLong).device(device));
-      const at::Tensor distance = pos.unsqueeze(0) - pos.unsqueeze(1) + (span - 1);  // [L, L]
-      pair_bias = rel_bias_device.index_select(1, distance.flatten()).view({1, nh, len, len});
+      const at::Tensor distance = pos.unsqueeze(0) - pos.unsqueeze(1);  // key - query [L, L]
+      if (rel_bias_device.defined()) {
+        const at::Tensor rows = (distance + (cfg.max_tokens() - 1)).flatten();
+        pair_bias = rel_bias_device.index_select(1, rows).view({1, nh, len, len});
+      }
+      if (cfg.sliding_window > 0) {
+        window_bias = (distance.abs() > cfg.sliding_window)
+                          .to(at::kFloat)
+                          .mul(std::numeric_limits<float>::lowest())
+                          .view({1, 1, len, len});
+      }
     }
-    for (const Layer& l : layers) {
-      at::Tensor qkv = l.qkv(x).to(act_dtype);  // [B*L, 3H], Q pre-scaled
-      at::Tensor ctx;
+    // Self-attention of `in` [B*L, H] in layer i: the context [B*L, H].
+    const auto attention = [&](const Layer& l, const at::Tensor& in, int64_t i) {
+      at::Tensor qkv = l.qkv(in).to(act_dtype);  // [B*L, 3H], Q pre-scaled
+      if (rope.cos.defined()) {
+        const at::Tensor parts = qkv.view({b, len, 3, nh, hd});
+        const RotaryTable& table = cfg.sliding(i) ? sliding_rope : rope;
+        qkv = at::stack({ApplyRotary(parts.select(2, 0), table),
+                         ApplyRotary(parts.select(2, 1), table), parts.select(2, 2)},
+                        2)
+                  .view({b * len, 3 * h});
+      }
+      const int64_t window = cfg.sliding(i) ? cfg.sliding_window : 0;
       if (cpu) {
         // Padded query rows are not computed (see CpuAttention); zero them so they stay finite.
-        ctx = padded ? at::zeros({b * len, h}, x.options()) : at::empty({b * len, h}, x.options());
+        at::Tensor ctx =
+            padded ? at::zeros({b * len, h}, x.options()) : at::empty({b * len, h}, x.options());
         std::vector<int64_t> starts(lens.size());
-        for (size_t i = 0; i < starts.size(); ++i) starts[i] = static_cast<int64_t>(i) * len;
+        for (size_t s = 0; s < starts.size(); ++s) starts[s] = static_cast<int64_t>(s) * len;
         CpuAttention(qkv.contiguous().data_ptr<float>(), starts, lens, nh, hd,
-                     ctx.data_ptr<float>(), relative_bias());
-      } else {
-        // [B*L, 3H] -> [3, B, nh, L, hd]
-        const at::Tensor p = qkv.view({b, len, 3, nh, hd}).permute({2, 0, 3, 1, 4});
-        at::Tensor scores = at::matmul(p[0], p[1].transpose(-2, -1));  // [B, nh, L, L]
-        if (pair_bias.defined()) scores.add_(pair_bias);
-        scores.add_(key_bias);
-        ctx = at::matmul(at::softmax(scores, -1), p[2]).permute({0, 2, 1, 3}).reshape({b * len, h});
+                     ctx.data_ptr<float>(), relative_bias(), window);
+        return ctx;
       }
-      x = at::layer_norm(l.attn_out(ctx).to(act_dtype).add_(x), {h}, l.ln1_w, l.ln1_b, cfg.eps);
-      // bf16 on CPU: GELU runs on the bf16 GEMM output and feeds the next GEMM as is.
-      const at::Tensor inter = Activate(l.inter(x));
-      x = at::layer_norm(l.out(inter).to(act_dtype).add_(x), {h}, l.ln2_w, l.ln2_b, cfg.eps);
+      // [B*L, 3H] -> [3, B, nh, L, hd]
+      const at::Tensor p = qkv.view({b, len, 3, nh, hd}).permute({2, 0, 3, 1, 4});
+      at::Tensor scores = at::matmul(p[0], p[1].transpose(-2, -1));  // [B, nh, L, L]
+      if (pair_bias.defined()) scores.add_(pair_bias);
+      if (window > 0) scores.add_(window_bias);
+      scores.add_(key_bias);
+      return at::matmul(at::softmax(scores, -1), p[2]).permute({0, 2, 1, 3}).reshape({b * len, h});
+    };
+    // The feed-forward's inner activations of `in`; bf16 on CPU: the activation runs on the
+    // bf16 GEMM output and feeds the next GEMM as is.
+    const auto feed_forward_inner = [&](const Layer& l, const at::Tensor& in) {
+      const at::Tensor inner = l.inter(in);
+      if (!cfg.gated_ffn) return Activate(inner);
+      const int64_t n = cfg.intermediate;
+      return Activate(inner.narrow(-1, 0, n)) * inner.narrow(-1, n, n);
+    };
+    const auto norm = [&](const at::Tensor& t, const at::Tensor& w, const at::Tensor& bias) {
+      return at::layer_norm(t, {h}, w, bias, cfg.eps);
+    };
+    for (int64_t i = 0; i < static_cast<int64_t>(layers.size()); ++i) {
+      const Layer& l = layers[static_cast<size_t>(i)];
+      if (cfg.pre_norm) {
+        const at::Tensor in = l.ln1_w.defined() ? norm(x, l.ln1_w, l.ln1_b) : x;
+        x = x + l.attn_out(attention(l, in, i)).to(act_dtype);
+        x = x + l.out(feed_forward_inner(l, norm(x, l.ln2_w, l.ln2_b))).to(act_dtype);
+      } else {
+        x = norm(l.attn_out(attention(l, x, i)).to(act_dtype).add_(x), l.ln1_w, l.ln1_b);
+        x = norm(l.out(feed_forward_inner(l, x)).to(act_dtype).add_(x), l.ln2_w, l.ln2_b);
+      }
     }
+    if (final_ln_w.defined()) x = norm(x, final_ln_w, final_ln_b);
     return x.view({b, len, h}).to(at::kFloat);
   }
 
@@ -320,8 +365,8 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
     // the encoder under its base prefix ("bert.", "roberta."); a bare encoder's under none.
     const EncoderLayout& layout = impl->layout;
     const std::string prefix =
-        file.contains(layout.base_prefix + "embeddings.word_embeddings.weight") ? layout.base_prefix
-                                                                                : "";
+        file.contains(layout.base_prefix + layout.word_embeddings + ".weight") ? layout.base_prefix
+                                                                               : "";
     // Float32 on the device; on CUDA in reduced precision, the compute dtype (act_dtype).
     auto load = [&](const std::string& name, const std::vector<int64_t>& shape) {
       return LoadTensor(file, prefix + name, shape).to(impl->device, impl->act_dtype);
@@ -329,10 +374,18 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
     // Float32 weight [out, in] and bias [out]. Weight before bias (statements, not arguments,
     // so that a shape error names the weight first, whatever the compiler's argument order).
     using WeightBias = std::pair<at::Tensor, at::Tensor>;
-    auto weight_bias = [&](const std::string& name, int64_t out, int64_t in) {
+    // A checkpoint without biases (EncoderLayout) adds zeros, so that every path runs one form.
+    auto weight_bias = [&](const std::string& name, int64_t out, int64_t in, bool has_bias) {
       at::Tensor w = load(name + ".weight", {out, in}).to(at::kFloat);
-      at::Tensor b = load(name + ".bias", {out}).to(at::kFloat);
+      at::Tensor b = has_bias ? load(name + ".bias", {out}).to(at::kFloat)
+                              : at::zeros({out}, at::kFloat).to(impl->device);
       return WeightBias{std::move(w), std::move(b)};
+    };
+    // A LayerNorm's weight and bias, in the compute dtype on the device.
+    auto layer_norm = [&](const std::string& name) {
+      at::Tensor w = load(name + ".weight", {c.hidden});
+      at::Tensor b = layout.norm_bias ? load(name + ".bias", {c.hidden}) : at::zeros_like(w);
+      return std::pair{std::move(w), std::move(b)};
     };
     // fp32 (and bf16 where PackedDense can) on CPU: the fused encoder's packed layers instead
     // of ATen Dense ones.
@@ -351,56 +404,77 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
     // The CUDA encoder adds token type 0 to every token, so a classifier, which takes pairs,
     // runs the ATen forward there (docs/status.md: token types in the CUDA encoder are open).
     // Nor does it add a relative attention bias (MPNet): the ATen forward there too.
-    const bool cuda_fused =
-        options.fused && impl->device.is_cuda() && c.labels.empty() && c.relative_buckets == 0;
+    // Nor pre-norm layers, RoPE, a gated feed-forward or sliding windows (ModernBERT).
+    const bool cuda_fused = options.fused && impl->device.is_cuda() && c.labels.empty() &&
+                            c.relative_buckets == 0 && c.bert_layers();
     CudaEncoderWeights cuda_encoder;
     // In the compute dtype, contiguous, on the device.
     auto to_act = [&](const at::Tensor& t) { return t.to(impl->act_dtype).contiguous(); };
 #endif
     const int64_t h = c.hidden, in = c.intermediate;
-    impl->word_emb = load("embeddings.word_embeddings.weight", {c.vocab, h});
-    impl->pos_emb = load("embeddings.position_embeddings.weight", {c.max_pos, h});
+    impl->word_emb = load(layout.word_embeddings + ".weight", {c.vocab, h});
+    if (c.rope_theta == 0) {
+      impl->pos_emb = load("embeddings.position_embeddings.weight", {c.max_pos, h});
+    } else {
+      const auto table = [&](double theta) {
+        RotaryTable t = MakeRotaryTable(theta, h / c.heads, c.max_tokens());
+        return RotaryTable{.cos = t.cos.to(impl->device), .sin = t.sin.to(impl->device)};
+      };
+      impl->rope = table(c.rope_theta);
+      impl->sliding_rope = table(c.sliding_rope_theta > 0 ? c.sliding_rope_theta : c.rope_theta);
+    }
     // Single texts are all token type 0; a pair's second text is type 1 (TokenBatch).
     impl->type_emb =
         layout.token_type_embeddings
             ? load("embeddings.token_type_embeddings.weight", {c.type_vocab, h})
             : at::zeros({c.type_vocab, h}, at::TensorOptions(impl->act_dtype).device(impl->device));
     impl->type_emb0 = impl->type_emb[0];
-    impl->emb_ln_w = load("embeddings.LayerNorm.weight", {h});
-    impl->emb_ln_b = load("embeddings.LayerNorm.bias", {h});
+    std::tie(impl->emb_ln_w, impl->emb_ln_b) = layer_norm(layout.embedding_ln);
     for (int64_t i = 0; i < c.layers; ++i) {
-      const std::string p = "encoder.layer." + std::to_string(i) + ".";
+      const std::string p = layout.layer_prefix + std::to_string(i) + ".";
       Layer l;
-      at::Tensor qkv_w = at::cat({load(p + layout.query + ".weight", {h, h}),
-                                  load(p + layout.key + ".weight", {h, h}),
-                                  load(p + layout.value + ".weight", {h, h})})
-                             .to(at::kFloat);
-      at::Tensor qkv_b =
-          at::cat({load(p + layout.query + ".bias", {h}), load(p + layout.key + ".bias", {h}),
-                   load(p + layout.value + ".bias", {h})})
-              .to(at::kFloat);
+      at::Tensor qkv_w, qkv_b;
+      if (!layout.qkv.empty()) {
+        std::tie(qkv_w, qkv_b) = weight_bias(p + layout.qkv, 3 * h, h, layout.attention_bias);
+      } else {
+        qkv_w = at::cat({load(p + layout.query + ".weight", {h, h}),
+                         load(p + layout.key + ".weight", {h, h}),
+                         load(p + layout.value + ".weight", {h, h})})
+                    .to(at::kFloat);
+        qkv_b = at::cat({load(p + layout.query + ".bias", {h}), load(p + layout.key + ".bias", {h}),
+                         load(p + layout.value + ".bias", {h})})
+                    .to(at::kFloat);
+      }
       // Fold attention's 1/sqrt(head_dim) into the query projection (in float32, before any
       // rounding to the compute precision): one op less per layer.
       const double scale = 1.0 / std::sqrt(static_cast<double>(h / c.heads));
       qkv_w.narrow(0, 0, h).mul_(scale);
       qkv_b.narrow(0, 0, h).mul_(scale);
       WeightBias qkv{std::move(qkv_w), std::move(qkv_b)};
-      WeightBias attn_out = weight_bias(p + layout.attn_out, h, h);
-      l.ln1_w = load(p + layout.attn_ln + ".weight", {h});
-      l.ln1_b = load(p + layout.attn_ln + ".bias", {h});
-      WeightBias inter = weight_bias(p + "intermediate.dense", in, h);
-      WeightBias out = weight_bias(p + "output.dense", h, in);
-      l.ln2_w = load(p + "output.LayerNorm.weight", {h});
-      l.ln2_b = load(p + "output.LayerNorm.bias", {h});
+      WeightBias attn_out = weight_bias(p + layout.attn_out, h, h, layout.attention_bias);
+      // A pre-norm model's first layer takes the embeddings' LayerNorm as its own (ModernBERT).
+      if (!(c.pre_norm && i == 0)) std::tie(l.ln1_w, l.ln1_b) = layer_norm(p + layout.attn_ln);
+      WeightBias inter =
+          weight_bias(p + layout.inter, c.gated_ffn ? 2 * in : in, h, layout.ffn_bias);
+      WeightBias out = weight_bias(p + layout.out, h, in, layout.ffn_bias);
+      std::tie(l.ln2_w, l.ln2_b) = layer_norm(p + layout.ffn_ln);
       if (fused) {
-        encoder.layers.push_back({.qkv = packed(qkv, std::nullopt),
-                                  .attn_out = packed(attn_out, std::nullopt),
-                                  .ln1_w = l.ln1_w.data_ptr<float>(),
-                                  .ln1_b = l.ln1_b.data_ptr<float>(),
-                                  .inter = packed(inter, c.act),
-                                  .out = packed(out, std::nullopt),
-                                  .ln2_w = l.ln2_w.data_ptr<float>(),
-                                  .ln2_b = l.ln2_b.data_ptr<float>()});
+        const RotaryTable& rope = c.sliding(i) ? impl->sliding_rope : impl->rope;
+        const auto data = [](const at::Tensor& t) {
+          return t.defined() ? t.data_ptr<float>() : nullptr;
+        };
+        encoder.layers.push_back(
+            {.qkv = packed(qkv, std::nullopt),
+             .attn_out = packed(attn_out, std::nullopt),
+             .ln1_w = data(l.ln1_w),
+             .ln1_b = data(l.ln1_b),
+             .inter = packed(inter, c.gated_ffn ? std::nullopt : std::optional(c.act)),
+             .out = packed(out, std::nullopt),
+             .ln2_w = l.ln2_w.data_ptr<float>(),
+             .ln2_b = l.ln2_b.data_ptr<float>(),
+             .rope_cos = data(rope.cos),
+             .rope_sin = data(rope.sin),
+             .window = c.sliding(i) ? c.sliding_window : 0});
       }
 #ifdef EMBER_HAVE_CUDA_ENCODER
       else if (cuda_fused) {
@@ -444,8 +518,11 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       if (!impl->device.is_cpu())
         impl->rel_bias_device = impl->rel_bias.to(impl->device, impl->act_dtype);
     }
-    if (file.contains(prefix + "encoder.layer." + std::to_string(c.layers) + "." + layout.query +
-                      ".weight")) {
+    if (!layout.final_ln.empty()) {
+      std::tie(impl->final_ln_w, impl->final_ln_b) = layer_norm(layout.final_ln);
+    }
+    if (file.contains(prefix + layout.layer_prefix + std::to_string(c.layers) + "." +
+                      (layout.qkv.empty() ? layout.query : layout.qkv) + ".weight")) {
       Fail(weights.string() + " has more encoder layers than num_hidden_layers=" +
            std::to_string(c.layers) + " in config.json");
     }
@@ -456,13 +533,22 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       encoder.eps = static_cast<float>(c.eps);
       encoder.word_emb = impl->word_emb.data_ptr<float>();
       // Row position_offset is a sequence's first position; a padding token's is the one before.
-      encoder.pos_emb = impl->pos_emb.data_ptr<float>() + c.position_offset * h;
+      if (impl->pos_emb.defined()) {
+        encoder.pos_emb = impl->pos_emb.data_ptr<float>() + c.position_offset * h;
+      }
       encoder.pad_id = c.pad_id;
       encoder.type_emb0 = impl->type_emb0.data_ptr<float>();
       if (c.type_vocab > 1) encoder.type_emb1 = impl->type_emb[1].data_ptr<float>();
       encoder.emb_ln_w = impl->emb_ln_w.data_ptr<float>();
       encoder.emb_ln_b = impl->emb_ln_b.data_ptr<float>();
       encoder.relative_bias = impl->relative_bias();
+      encoder.pre_norm = c.pre_norm;
+      if (impl->final_ln_w.defined()) {
+        encoder.final_ln_w = impl->final_ln_w.data_ptr<float>();
+        encoder.final_ln_b = impl->final_ln_b.data_ptr<float>();
+      }
+      encoder.gated_ffn = c.gated_ffn;
+      encoder.act = c.act;
       // Every batch size compiled now, not on the first request of each size.
       for (const CpuEncoderWeights::Layer& l : encoder.layers) {
         for (const PackedDense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) d->Precompile();
@@ -621,7 +707,7 @@ uint64_t EncoderModel::memory_bytes() const {
   const Impl& m = *impl_;
   uint64_t bytes = 0;
   for (const at::Tensor* t : {&m.word_emb, &m.pos_emb, &m.type_emb, &m.emb_ln_w, &m.emb_ln_b}) {
-    bytes += t->nbytes();
+    if (t->defined()) bytes += t->nbytes();
   }
   if (m.head) {
     for (const at::Tensor* t : {&m.head->dense_w, &m.head->dense_b, &m.head->w, &m.head->b}) {
@@ -630,7 +716,13 @@ uint64_t EncoderModel::memory_bytes() const {
   }
   for (const Layer& l : m.layers) {
     for (const Dense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) bytes += d->bytes();
-    for (const at::Tensor* t : {&l.ln1_w, &l.ln1_b, &l.ln2_w, &l.ln2_b}) bytes += t->nbytes();
+    for (const at::Tensor* t : {&l.ln1_w, &l.ln1_b, &l.ln2_w, &l.ln2_b}) {
+      if (t->defined()) bytes += t->nbytes();
+    }
+  }
+  for (const at::Tensor* t : {&m.final_ln_w, &m.final_ln_b, &m.rope.cos, &m.rope.sin,
+                              &m.sliding_rope.cos, &m.sliding_rope.sin}) {
+    if (t->defined()) bytes += t->nbytes();
   }
   if (m.fused) {
     for (const CpuEncoderWeights::Layer& l : m.fused->layers) {

@@ -13,7 +13,11 @@ tokenizer tests, the MPNet ones with all-mpnet-base-v2's):
     head), multilingual-e5-small's shape cut to two layers;
   - "mpnet": all-mpnet-base-v2's shape (MPNetModel: relative attention bias, no token types)
     cut to four layers, mean pooling, Normalize;
-  - "mpnet-reranker": an MPNetForSequenceClassification with one label, two layers.
+  - "mpnet-reranker": an MPNetForSequenceClassification with one label, two layers;
+  - "modernbert": ModernBERT-base's shape (pre-norm, RoPE of two thetas, GeGLU, no biases, a
+    global layer every three and a 128-token window in the others) cut to four layers, mean
+    pooling, max_seq_length 2048, with the trained byte-level BPE; "modernbert-aten" the same
+    folder on the ATen forward.
 
 The texts are the tokenizer parity corpus (scripts/tokenizer_corpus.py) with XLM-R's special
 tokens typed into them: "<pad>" typed as text is the padding id, which RoBERTa's positions skip
@@ -49,8 +53,9 @@ M3_DIR = os.environ.get("EMBER_XLMR_M3_DIR", "")
 RERANKER_DIR = os.environ.get("EMBER_XLMR_RERANKER_DIR", "")
 MPNET_DIR = os.environ.get("EMBER_MPNET_DIR", "")
 MPNET_RERANKER_DIR = os.environ.get("EMBER_MPNET_RERANKER_DIR", "")
+MODERNBERT_DIR = os.environ.get("EMBER_MODERNBERT_DIR", "")
 SERVED = (("e5", E5_DIR), ("m3", M3_DIR), ("reranker", RERANKER_DIR), ("mpnet", MPNET_DIR),
-          ("mpnet-reranker", MPNET_RERANKER_DIR))
+          ("mpnet-reranker", MPNET_RERANKER_DIR), ("modernbert", MODERNBERT_DIR))
 RERANKERS = ("reranker", "mpnet-reranker")
 
 # Both sides compute in float32 in a different order; 12 layers stay well inside this.
@@ -77,6 +82,7 @@ class FamiliesTest(unittest.TestCase):
         for name, source in SERVED:
             add_version(repository, name, source)
         add_version(repository, "e5-aten", E5_DIR, 'encoder = "aten"\n')
+        add_version(repository, "modernbert-aten", MODERNBERT_DIR, 'encoder = "aten"\n')
         cls.processes = [
             start([ROUTER, "--frontend", frontend, "--backend", backend],
                   os.path.join(cls.dir, "router.log")),
@@ -87,14 +93,15 @@ class FamiliesTest(unittest.TestCase):
                                       os.path.join(cls.dir, "gateway.log"))
         cls.processes.append(gateway)
         cls.base = "http://127.0.0.1:%d" % port
-        # Six models load and warm up on a 2-core machine beside other tests: a generous bound.
+        # Eight models load and warm up on a 2-core machine beside other tests: a generous bound.
         deadline = time.monotonic() + 240
         while True:
             statuses = [cls.post(cls, "/embed", {"model": m, "inputs": "warm-up"})[0]
-                        for m in ("e5", "e5-aten", "m3", "mpnet")]
+                        for m in ("e5", "e5-aten", "m3", "mpnet", "modernbert",
+                                  "modernbert-aten")]
             statuses += [cls.post(cls, "/rerank", {"model": m, "query": "warm",
                                                    "texts": ["up"]})[0] for m in RERANKERS]
-            if statuses == [200] * 6:
+            if statuses == [200] * len(statuses):
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError("the cluster did not come up (%s); logs in %s"
@@ -152,6 +159,13 @@ class FamiliesTest(unittest.TestCase):
 
     def test_mpnet_equals_sentence_transformers(self):
         self.check_vectors("mpnet", MPNET_DIR, self.texts)
+
+    def test_modernbert_equals_sentence_transformers(self):
+        # Texts past the 64 tokens of the sliding window and up to about 1,000 tokens.
+        self.check_vectors("modernbert", MODERNBERT_DIR, self.texts)
+
+    def test_modernbert_on_aten_equals_sentence_transformers(self):
+        self.check_vectors("modernbert-aten", MODERNBERT_DIR, self.texts)
 
     def check_rerank(self, model, folder):
         query = "Wo schläft der <pad> Fuchs?"

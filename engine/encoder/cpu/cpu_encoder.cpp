@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "engine/encoder/cpu/cpu_kernels.h"
 #include "engine/encoder/cpu/sgemm.h"
@@ -17,7 +18,7 @@ namespace ember::engine {
 // B x nh x L x L scores in memory). Only a sequence's own keys and queries are used, which is
 // what an additive -inf key mask over padding yields (exp underflows to exactly 0).
 void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<const int64_t> lens,
-                  int64_t nh, int64_t hd, float* ctx, RelativeBias bias) {
+                  int64_t nh, int64_t hd, float* ctx, RelativeBias bias, int64_t window) {
   const auto b = static_cast<int64_t>(lens.size());
   const int64_t h = nh * hd, ld_qkv = 3 * h;
   // Score floats per item: 256 KiB, a quarter of this CPU's 1 MiB per-core L2.
@@ -43,6 +44,17 @@ void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<c
             float* row = s + i * n * n + r * n;
             const float* add = head - r;
             for (int64_t c = 0; c < n; ++c) row[c] += add[c];
+          }
+        }
+        if (window > 0 && window < n - 1) {
+          // Keys further than `window` from the query weigh exactly 0 after the softmax.
+          // (The scores outside the band are computed and dropped: a banded GEMM would save
+          // them on sequences much longer than the window.)
+          constexpr float kMasked = -std::numeric_limits<float>::infinity();
+          for (int64_t r = 0; r < n; ++r) {
+            float* row = s + i * n * n + r * n;
+            std::fill(row, row + std::max<int64_t>(0, r - window), kMasked);
+            std::fill(row + std::min(n, r + window + 1), row + n, kMasked);
           }
         }
       }
@@ -80,12 +92,17 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
   const int64_t rows = batch.offsets()[first + count] - base;
   // x: the hidden states; qkv: the fused QKV output, then (its first rows * h floats) the
   // output of the attention-output and FFN-output GEMMs; ctx: attention context; inner: the
-  // FFN's intermediate activations.
-  const at::Tensor buffer = at::empty({rows * (5 * h + ffn)}, at::kFloat);
+  // FFN's intermediate activations (gated: its 2I, then the I after the gate); normed: a
+  // pre-norm layer's LayerNorm of x.
+  const int64_t inner_cols = w.gated_ffn ? 3 * ffn : ffn;
+  const int64_t normed_cols = w.pre_norm ? h : 0;
+  const at::Tensor buffer = at::empty({rows * (5 * h + inner_cols + normed_cols)}, at::kFloat);
   float* const x = buffer.data_ptr<float>();
   float* const qkv = x + rows * h;
   float* const ctx = qkv + rows * 3 * h;
   float* const inner = ctx + rows * h;
+  float* const gated = inner + rows * 2 * ffn;  // gated_ffn only
+  float* const normed = inner + rows * inner_cols;
   float* const tmp = qkv;
 
   at::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
@@ -114,23 +131,70 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
       const int64_t ones = second == 0 ? 0 : len - second;
       AddLayerNorm(row, w.pos_emb, w.type_emb0, w.emb_ln_w, w.emb_ln_b, len - ones, h, w.eps);
       if (ones > 0) {
-        AddLayerNorm(row + second * h, w.pos_emb + second * h, w.type_emb1, w.emb_ln_w, w.emb_ln_b,
-                     ones, h, w.eps);
+        AddLayerNorm(row + second * h, w.pos_emb ? w.pos_emb + second * h : nullptr, w.type_emb1,
+                     w.emb_ln_w, w.emb_ln_b, ones, h, w.eps);
       }
     }
   });
 
-  for (const CpuEncoderWeights::Layer& l : w.layers) {
-    l.qkv.Apply(x, rows, qkv);
-    CpuAttention(qkv, starts, lens, w.heads, hd, ctx, w.relative_bias);
-    l.attn_out.Apply(ctx, rows, tmp);
+  // normed = LayerNorm(x) (pre-norm).
+  const auto norm_into = [&](const float* gamma, const float* beta) {
     ForRows(rows, h, [&](int64_t r0, int64_t r1) {
-      AddLayerNorm(x + r0 * h, tmp + r0 * h, nullptr, l.ln1_w, l.ln1_b, r1 - r0, h, w.eps);
+      std::copy(x + r0 * h, x + r1 * h, normed + r0 * h);
+      AddLayerNorm(normed + r0 * h, nullptr, nullptr, gamma, beta, r1 - r0, h, w.eps);
     });
-    l.inter.Apply(x, rows, inner);
-    l.out.Apply(inner, rows, tmp);
+  };
+  // x += tmp (pre-norm's residual).
+  const auto add_residual = [&] {
+    ForRows(rows, h,
+            [&](int64_t r0, int64_t r1) { AddRows(x + r0 * h, tmp + r0 * h, (r1 - r0) * h); });
+  };
+  for (const CpuEncoderWeights::Layer& l : w.layers) {
+    const float* attn_in = x;
+    if (w.pre_norm && l.ln1_w != nullptr) {
+      norm_into(l.ln1_w, l.ln1_b);
+      attn_in = normed;
+    }
+    l.qkv.Apply(attn_in, rows, qkv);
+    if (l.rope_cos != nullptr) {
+      // Queries and keys: the first 2 * heads heads of each row, at positions 0.. per sequence.
+      at::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          RotateHalf(qkv + starts[static_cast<size_t>(i)] * 3 * h, 3 * h,
+                     lens[static_cast<size_t>(i)], 2 * w.heads, hd, l.rope_cos, l.rope_sin);
+        }
+      });
+    }
+    CpuAttention(qkv, starts, lens, w.heads, hd, ctx, w.relative_bias, l.window);
+    l.attn_out.Apply(ctx, rows, tmp);
+    const float* ffn_in = x;
+    if (w.pre_norm) {
+      add_residual();
+      norm_into(l.ln2_w, l.ln2_b);
+      ffn_in = normed;
+    } else {
+      ForRows(rows, h, [&](int64_t r0, int64_t r1) {
+        AddLayerNorm(x + r0 * h, tmp + r0 * h, nullptr, l.ln1_w, l.ln1_b, r1 - r0, h, w.eps);
+      });
+    }
+    l.inter.Apply(ffn_in, rows, inner);
+    if (w.gated_ffn) {
+      ForRows(rows, 2 * ffn, [&](int64_t r0, int64_t r1) {
+        GatedActivation(inner + r0 * 2 * ffn, r1 - r0, ffn, w.act, gated + r0 * ffn);
+      });
+    }
+    l.out.Apply(w.gated_ffn ? gated : inner, rows, tmp);
+    if (w.pre_norm) {
+      add_residual();
+    } else {
+      ForRows(rows, h, [&](int64_t r0, int64_t r1) {
+        AddLayerNorm(x + r0 * h, tmp + r0 * h, nullptr, l.ln2_w, l.ln2_b, r1 - r0, h, w.eps);
+      });
+    }
+  }
+  if (w.final_ln_w != nullptr) {
     ForRows(rows, h, [&](int64_t r0, int64_t r1) {
-      AddLayerNorm(x + r0 * h, tmp + r0 * h, nullptr, l.ln2_w, l.ln2_b, r1 - r0, h, w.eps);
+      AddLayerNorm(x + r0 * h, nullptr, nullptr, w.final_ln_w, w.final_ln_b, r1 - r0, h, w.eps);
     });
   }
 

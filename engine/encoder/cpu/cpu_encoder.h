@@ -42,22 +42,37 @@ struct CpuEncoderWeights {
   const float* word_emb = nullptr;  // [vocab, H]
   // [max_tokens, H]: row t is the position of a sequence's token t (EncoderConfig's
   // position_offset applied); with a padding id, row -1 is a padding token's (positions.h).
+  // Null: no position table (RoPE in the layers).
   const float* pos_emb = nullptr;
   int64_t pad_id = -1;
-  const float* type_emb0 = nullptr;  // [H]: token type 0 (single texts, a pair's first)
+  const float* type_emb0 = nullptr;  // [H]: token type 0 (single texts, a pair's first); or null
   const float* type_emb1 = nullptr;  // [H]: token type 1 (a pair's second); null: none
   const float* emb_ln_w = nullptr;   // [H]
   const float* emb_ln_b = nullptr;   // [H]
   RelativeBias relative_bias;
+  // EncoderConfig::pre_norm: ln1 before the attention (null in a layer without it), ln2 before
+  // the feed-forward, and final_ln after the last layer; else BERT's post-norm.
+  bool pre_norm = false;
+  const float* final_ln_w = nullptr;  // [H]
+  const float* final_ln_b = nullptr;  // [H]
+  // EncoderConfig::gated_ffn: `inter` gives 2I without activation and GatedActivation applies
+  // `act`.
+  bool gated_ffn = false;
+  Activation act = Activation::kGeluErf;
   struct Layer {
     PackedDense qkv;               // H -> 3H: query, key, value; query pre-scaled by 1/sqrt(hd)
     PackedDense attn_out;          // H -> H
     const float* ln1_w = nullptr;  // [H]
     const float* ln1_b = nullptr;  // [H]
-    PackedDense inter;             // H -> I, with the activation
+    PackedDense inter;             // H -> I, with the activation (gated: H -> 2I, without)
     PackedDense out;               // I -> H
     const float* ln2_w = nullptr;  // [H]
     const float* ln2_b = nullptr;  // [H]
+    // RoPE (pos_emb null): cos and sin [max_tokens, hd / 2] of the positions, rotating the
+    // queries and keys after qkv (rotary_embedding.h). Null: none.
+    const float* rope_cos = nullptr;
+    const float* rope_sin = nullptr;
+    int64_t window = 0;  // > 0: sliding-window attention (CpuAttention)
   };
   std::vector<Layer> layers;
 };
@@ -71,9 +86,11 @@ void CpuEncode(const CpuEncoderWeights& w, const TokenBatch& batch, Pooling pool
 
 // Self-attention of float32 rows. qkv: [rows, 3H] (Q already scaled by 1/sqrt(hd)); sequence
 // i occupies rows [starts[i], starts[i] + lens[i]). Writes those rows of ctx [rows, H]; other
-// rows are left as they are. `bias` is added to the scores before the softmax. Splits (sequence,
-// group of heads) items over at::parallel_for.
+// rows are left as they are. `bias` is added to the scores before the softmax; window > 0: a
+// query attends only to keys at most `window` positions away (sliding-window attention).
+// Splits (sequence, group of heads) items over at::parallel_for.
 void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<const int64_t> lens,
-                  int64_t heads, int64_t head_dim, float* ctx, RelativeBias bias = {});
+                  int64_t heads, int64_t head_dim, float* ctx, RelativeBias bias = {},
+                  int64_t window = 0);
 
 }  // namespace ember::engine

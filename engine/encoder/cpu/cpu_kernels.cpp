@@ -27,16 +27,21 @@ inline float ErfApprox(float a) {
   return p / q;
 }
 
+inline float GeluErf(float v) {
+  constexpr float kInvSqrt2 = 0.70710678118654752f;
+  return 0.5f * v * (1.0f + ErfApprox(v * kInvSqrt2));
+}
+inline float GeluTanh(float v) {
+  constexpr float kSqrt2OverPi = 0.79788456080286536f;
+  return 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+}
+
 EMBER_VECTOR_CLONES
 void BiasGeluErf(float* y, int64_t rows, int64_t n, const float* bias) {
-  constexpr float kInvSqrt2 = 0.70710678118654752f;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = y + r * n;
 #pragma omp simd
-    for (int64_t c = 0; c < n; ++c) {
-      const float v = row[c] + bias[c];
-      row[c] = 0.5f * v * (1.0f + ErfApprox(v * kInvSqrt2));
-    }
+    for (int64_t c = 0; c < n; ++c) row[c] = GeluErf(row[c] + bias[c]);
   }
 }
 
@@ -51,13 +56,37 @@ void BiasRelu(float* y, int64_t rows, int64_t n, const float* bias) {
 
 // Not vectorised (std::tanh): gelu_tanh models are rare among embedding models.
 void BiasGeluTanh(float* y, int64_t rows, int64_t n, const float* bias) {
-  constexpr float kSqrt2OverPi = 0.79788456080286536f;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = y + r * n;
-    for (int64_t c = 0; c < n; ++c) {
-      const float v = row[c] + bias[c];
-      row[c] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
-    }
+    for (int64_t c = 0; c < n; ++c) row[c] = GeluTanh(row[c] + bias[c]);
+  }
+}
+
+EMBER_VECTOR_CLONES
+void GatedGeluErf(const float* y, int64_t rows, int64_t n, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = y + r * 2 * n;
+    float* row = out + r * n;
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) row[c] = GeluErf(in[c]) * in[n + c];
+  }
+}
+
+EMBER_VECTOR_CLONES
+void GatedRelu(const float* y, int64_t rows, int64_t n, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = y + r * 2 * n;
+    float* row = out + r * n;
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) row[c] = std::max(in[c], 0.0f) * in[n + c];
+  }
+}
+
+void GatedGeluTanh(const float* y, int64_t rows, int64_t n, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = y + r * 2 * n;
+    float* row = out + r * n;
+    for (int64_t c = 0; c < n; ++c) row[c] = GeluTanh(in[c]) * in[n + c];
   }
 }
 
@@ -82,6 +111,43 @@ void BiasActivation(float* y, int64_t rows, int64_t n, const float* bias, Activa
       return BiasGeluTanh(y, rows, n, bias);
     case Activation::kRelu:
       return BiasRelu(y, rows, n, bias);
+  }
+}
+
+void GatedActivation(const float* y, int64_t rows, int64_t n, Activation act, float* out) {
+  switch (act) {
+    case Activation::kGeluErf:
+      return GatedGeluErf(y, rows, n, out);
+    case Activation::kGeluTanh:
+      return GatedGeluTanh(y, rows, n, out);
+    case Activation::kRelu:
+      return GatedRelu(y, rows, n, out);
+  }
+}
+
+EMBER_VECTOR_CLONES
+void AddRows(float* x, const float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+EMBER_VECTOR_CLONES
+void RotateHalf(float* x, int64_t ld, int64_t rows, int64_t heads, int64_t head_dim,
+                const float* cos, const float* sin) {
+  const int64_t half = head_dim / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* c = cos + r * half;
+    const float* s = sin + r * half;
+    for (int64_t h = 0; h < heads; ++h) {
+      float* x1 = x + r * ld + h * head_dim;
+      float* x2 = x1 + half;
+#pragma omp simd
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = x1[i], b = x2[i];
+        x1[i] = a * c[i] - b * s[i];
+        x2[i] = b * c[i] + a * s[i];
+      }
+    }
   }
 }
 

@@ -30,6 +30,20 @@ void AddBias(float* y, int64_t rows, int64_t n, const float* bias);
 // Row-major y [rows x n]: y[r][c] = act(y[r][c] + bias[c]).
 void BiasActivation(float* y, int64_t rows, int64_t n, const float* bias, Activation act);
 
+// Row-major y [rows x 2n], out [rows x n]: out[r][c] = act(y[r][c]) * y[r][n + c] (a gated
+// feed-forward's GLU: GeGLU with GELU, ReGLU with ReLU).
+void GatedActivation(const float* y, int64_t rows, int64_t n, Activation act, float* out);
+
+// x[i] += y[i] for n floats (a pre-norm layer's residual).
+void AddRows(float* x, const float* y, int64_t n);
+
+// Rotary position embedding in place (engine/encoder/rotary_embedding.h, "rotate half"): row r
+// of x (rows `ld` floats apart) holds `heads` heads of head_dim floats from its start and sits at
+// position r; cos and sin are [rows x head_dim / 2] from that position's row. In each head,
+// (a, b) = (x[i], x[i + d/2]) becomes (a cos - b sin, b cos + a sin).
+void RotateHalf(float* x, int64_t ld, int64_t rows, int64_t heads, int64_t head_dim,
+                const float* cos, const float* sin);
+
 // Row-major x, y [rows x n]: x[r] = LayerNorm(x[r] + y[r] + bias) * gamma + beta (statistics
 // over the row, biased variance, eps inside the square root, as torch.nn.LayerNorm).
 // y may be null (no residual); bias may be null.
