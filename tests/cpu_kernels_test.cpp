@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/encoder/cpu/packed_dense.h"
+#include "engine/encoder/rotary_embedding.h"
 
 namespace ember::engine {
 namespace {
@@ -61,6 +62,52 @@ TEST(CpuKernels, BiasActivationMatchesDouble) {
     }
     EXPECT_LT(worst, 5e-6) << "activation " << static_cast<int>(act);
   }
+}
+
+TEST(CpuKernels, GatedActivationMatchesDouble) {
+  const int64_t rows = 7, n = 1152;  // ModernBERT-base's intermediate size
+  const std::vector<float> y = Random(rows * 2 * n, 11, 6.0f);
+  for (Activation act : {Activation::kGeluErf, Activation::kGeluTanh, Activation::kRelu}) {
+    std::vector<float> out(rows * n, std::nanf(""));  // poisoned: every element must be written
+    GatedActivation(y.data(), rows, n, act, out.data());
+    double worst = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < n; ++c) {
+        const double v = y[r * 2 * n + c], gate = y[r * 2 * n + n + c];
+        double a = std::max(v, 0.0);
+        if (act == Activation::kGeluErf) a = GeluErf(v);
+        if (act == Activation::kGeluTanh) {
+          a = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+        }
+        worst = std::max(worst, std::abs(out[r * n + c] - a * gate));
+      }
+    }
+    EXPECT_LT(worst, 3e-5) << "activation " << static_cast<int>(act);
+  }
+}
+
+TEST(CpuKernels, RotateHalfMatchesTheAtenReference) {
+  // Queries and keys of 2 x 12 heads of 64 in rows of a qkv buffer (3 x 768 floats apart), at
+  // positions 0..rows-1, against ApplyRotary (the ATen forward's form, HF's ops).
+  const int64_t rows = 300, heads = 24, hd = 64, ld = 3 * 12 * hd;
+  const RotaryTable table = MakeRotaryTable(160000.0, hd, 8192);
+  std::vector<float> x = Random(rows * ld, 12, 3.0f);
+  const at::Tensor want = ApplyRotary(
+      at::from_blob(x.data(), {rows, ld}).narrow(1, 0, heads * hd).reshape({rows, heads, hd}),
+      table);
+  const std::vector<float> before = x;
+  RotateHalf(x.data(), ld, rows, heads, hd, table.cos.data_ptr<float>(),
+             table.sin.data_ptr<float>());
+  const at::Tensor got =
+      at::from_blob(x.data(), {rows, ld}).narrow(1, 0, heads * hd).reshape({rows, heads, hd});
+  EXPECT_LT((got - want).abs().max().item<float>(), 1e-5f);
+  // The values (the rest of each row) are left alone.
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = heads * hd; c < ld; ++c) ASSERT_EQ(x[r * ld + c], before[r * ld + c]);
+  }
+  // Position 0 is no rotation; a later one is.
+  for (int64_t c = 0; c < heads * hd; ++c) ASSERT_FLOAT_EQ(x[c], before[c]);
+  EXPECT_GT(std::abs(x[5 * ld] - before[5 * ld]), 1e-3f);
 }
 
 TEST(CpuKernels, AddLayerNormMatchesDouble) {
