@@ -19,9 +19,6 @@ bool BoolOr(const Json& j, const char* key, const std::filesystem::path& file, b
 // only), else the hub config's key, else ModernBertConfig's default.
 double RopeTheta(const Json& j, const char* layer_type, const char* legacy_key, double fallback,
                  const std::filesystem::path& file) {
-  if (const auto it = j.find("rope_scaling"); it != j.end() && !it->is_null()) {
-    Fail(file.string() + ": rope_scaling " + it->dump() + " is not supported (default RoPE only)");
-  }
   double theta = fallback;
   if (const auto params = j.find("rope_parameters"); params != j.end() && params->is_object()) {
     if (const auto p = params->find(layer_type); p != params->end() && p->is_object()) {
@@ -58,6 +55,9 @@ EncoderSpec ParseModernBertFamily(const Json& j, const std::filesystem::path& fi
   ReadPositive(j, "norm_eps", file, c.eps);
   c.act = j.contains("hidden_activation") ? ParseActivation(j["hidden_activation"], file)
                                           : Activation::kGeluErf;
+  if (const auto it = j.find("rope_scaling"); it != j.end() && !it->is_null()) {
+    Fail(file.string() + ": rope_scaling " + it->dump() + " is not supported (default RoPE only)");
+  }
   c.rope_theta = RopeTheta(j, "full_attention", "global_rope_theta", 160000.0, file);
   c.sliding_rope_theta = RopeTheta(j, "sliding_attention", "local_rope_theta", 10000.0, file);
   if ((c.hidden / c.heads) % 2 != 0) {
