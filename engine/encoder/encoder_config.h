@@ -60,10 +60,11 @@ struct EncoderConfig {
     return layer < static_cast<int64_t>(sliding_layer.size()) &&
            sliding_layer[static_cast<size_t>(layer)];
   }
-  // Whether the layers are BERT's (post-norm, position table, plain feed-forward, global
-  // attention): what the CUDA encoder runs.
+  // Whether the layers are BERT's (post-norm, position table, no relative bias, plain
+  // feed-forward, global attention): what the CUDA encoder runs.
   bool bert_layers() const {
-    return !pre_norm && rope_theta == 0 && !gated_ffn && sliding_layer.empty();
+    return !pre_norm && rope_theta == 0 && relative_buckets == 0 && !gated_ffn &&
+           sliding_layer.empty();
   }
 };
 

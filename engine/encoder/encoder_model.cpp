@@ -403,10 +403,11 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
 #ifdef EMBER_HAVE_CUDA_ENCODER
     // The CUDA encoder adds token type 0 to every token, so a classifier, which takes pairs,
     // runs the ATen forward there (docs/status.md: token types in the CUDA encoder are open).
-    // Nor does it add a relative attention bias (MPNet): the ATen forward there too.
-    // Nor pre-norm layers, RoPE, a gated feed-forward or sliding windows (ModernBERT).
-    const bool cuda_fused = options.fused && impl->device.is_cuda() && c.labels.empty() &&
-                            c.relative_buckets == 0 && c.bert_layers();
+    // Nor does it run layers other than BERT's (EncoderConfig::bert_layers: MPNet's relative
+    // attention bias; ModernBERT's pre-norm, RoPE, gated feed-forward and sliding windows): the
+    // ATen forward there too.
+    const bool cuda_fused =
+        options.fused && impl->device.is_cuda() && c.labels.empty() && c.bert_layers();
     CudaEncoderWeights cuda_encoder;
     // In the compute dtype, contiguous, on the device.
     auto to_act = [&](const at::Tensor& t) { return t.to(impl->act_dtype).contiguous(); };
