@@ -34,7 +34,7 @@ using Kernel = void (*)(const float*, std::span<const int64_t>, std::span<const 
 // The encoder's attention without a relative bias, as a Kernel.
 void GemmAttention(const float* qkv, std::span<const int64_t> starts, std::span<const int64_t> lens,
                    int64_t heads, int64_t head_dim, float* ctx) {
-  ember::engine::CpuAttention(qkv, starts, lens, heads, head_dim, ctx);
+  ember::engine::CpuAttention(qkv, starts, lens, {heads, heads, head_dim}, ctx);
 }
 
 double TimeCall(Kernel kernel, const std::vector<float>& qkv, const std::vector<int64_t>& starts,

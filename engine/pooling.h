@@ -4,6 +4,8 @@
 //    rows of a sequence are exactly its tokens, so no mask and no guard against 0 tokens is
 //    needed; sequences are never empty);
 //  - cls: the first token's state;
+//  - last token: the last token's state (the decoders' embedding: its causal attention has seen
+//    the whole text, the end-of-text token the tokenizer appends);
 //  - normalize: divided by max(L2 norm, 1e-12), as torch.nn.functional.normalize.
 // CPU backends call PoolRows; the CUDA encoder's kernel (engine/encoder/cuda/cuda_kernels.h) is
 // tested against it. Header-only, free of any runtime.
@@ -19,9 +21,10 @@
 namespace ember::engine {
 
 enum class Pooling {
-  kAuto,  // the folder's sentence-transformers pooling config; mean if there is none
-  kMean,  // mean over the sequence's tokens (sentence-transformers "mean_tokens")
-  kCls,   // the first token's ([CLS]) last hidden state
+  kAuto,       // the folder's sentence-transformers pooling config; mean if there is none
+  kMean,       // mean over the sequence's tokens (sentence-transformers "mean_tokens")
+  kCls,        // the first token's ([CLS]) last hidden state
+  kLastToken,  // the last token's last hidden state (sentence-transformers "lasttoken")
 };
 
 // The norm below which normalisation divides by this instead (torch's F.normalize eps).
@@ -40,12 +43,14 @@ inline void NormalizeRow(std::span<float> row) {
 inline void PoolRows(const float* rows, std::int64_t dim, std::span<const std::int64_t> starts,
                      std::span<const std::int64_t> lens, Pooling pooling, bool normalize,
                      float* out) {
-  std::vector<double> sum(pooling == Pooling::kCls ? 0 : static_cast<std::size_t>(dim));
+  std::vector<double> sum(pooling == Pooling::kMean ? static_cast<std::size_t>(dim) : 0);
   for (std::size_t i = 0; i < starts.size(); ++i) {
     const float* first = rows + starts[i] * dim;
     float* o = out + static_cast<std::int64_t>(i) * dim;
     if (pooling == Pooling::kCls) {
       std::copy_n(first, dim, o);
+    } else if (pooling == Pooling::kLastToken) {
+      std::copy_n(first + (lens[i] - 1) * dim, dim, o);
     } else {
       std::fill(sum.begin(), sum.end(), 0.0);
       for (std::int64_t t = 0; t < lens[i]; ++t) {

@@ -122,7 +122,8 @@ def write_json(path, obj):
 
 def write_sentence_transformers_files(folder, hidden, pooling, max_seq_length):
     """A sentence-transformers folder's own files: modules.json (Transformer, Pooling,
-    Normalize), sentence_bert_config.json and 1_Pooling/config.json (pooling "mean" or "cls")."""
+    Normalize), sentence_bert_config.json and 1_Pooling/config.json (pooling "mean", "cls" or
+    "lasttoken")."""
     write_json(os.path.join(folder, "modules.json"), [
         {"idx": 0, "name": "0", "path": "",
          "type": "sentence_transformers.models.Transformer"},
@@ -140,6 +141,7 @@ def write_sentence_transformers_files(folder, hidden, pooling, max_seq_length):
         "pooling_mode_mean_tokens": pooling == "mean",
         "pooling_mode_max_tokens": False,
         "pooling_mode_mean_sqrt_len_tokens": False,
+        "pooling_mode_lasttoken": pooling == "lasttoken",
     })
     os.makedirs(os.path.join(folder, "2_Normalize"))
 

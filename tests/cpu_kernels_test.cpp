@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/encoder/cpu/cpu_encoder.h"
 #include "engine/encoder/cpu/packed_dense.h"
 #include "engine/encoder/rotary_embedding.h"
 
@@ -45,7 +46,8 @@ TEST(FastErf, WithinOneMillionthOfStdErfEverywhere) {
 TEST(CpuKernels, BiasActivationMatchesDouble) {
   const int64_t rows = 5, n = 1536;  // not a multiple of any vector width: 1536 is, 5 rows are not
   const std::vector<float> x = Random(rows * n, 1, 6.0f), bias = Random(n, 2);
-  for (Activation act : {Activation::kGeluErf, Activation::kGeluTanh, Activation::kRelu}) {
+  for (Activation act :
+       {Activation::kGeluErf, Activation::kGeluTanh, Activation::kRelu, Activation::kSilu}) {
     std::vector<float> y = x;
     BiasActivation(y.data(), rows, n, bias.data(), act);
     double worst = 0.0;
@@ -54,6 +56,7 @@ TEST(CpuKernels, BiasActivationMatchesDouble) {
         const double v = double{x[r * n + c]} + bias[c];
         double want = std::max(v, 0.0);
         if (act == Activation::kGeluErf) want = GeluErf(v);
+        if (act == Activation::kSilu) want = v / (1 + std::exp(-v));
         if (act == Activation::kGeluTanh) {
           want = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
         }
@@ -67,7 +70,8 @@ TEST(CpuKernels, BiasActivationMatchesDouble) {
 TEST(CpuKernels, GatedActivationMatchesDouble) {
   const int64_t rows = 7, n = 1152;  // ModernBERT-base's intermediate size
   const std::vector<float> y = Random(rows * 2 * n, 11, 6.0f);
-  for (Activation act : {Activation::kGeluErf, Activation::kGeluTanh, Activation::kRelu}) {
+  for (Activation act :
+       {Activation::kGeluErf, Activation::kGeluTanh, Activation::kRelu, Activation::kSilu}) {
     std::vector<float> out(rows * n, std::nanf(""));  // poisoned: every element must be written
     GatedActivation(y.data(), rows, n, act, out.data());
     double worst = 0.0;
@@ -76,6 +80,7 @@ TEST(CpuKernels, GatedActivationMatchesDouble) {
         const double v = y[r * 2 * n + c], gate = y[r * 2 * n + n + c];
         double a = std::max(v, 0.0);
         if (act == Activation::kGeluErf) a = GeluErf(v);
+        if (act == Activation::kSilu) a = v / (1 + std::exp(-v));
         if (act == Activation::kGeluTanh) {
           a = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
         }
@@ -108,6 +113,65 @@ TEST(CpuKernels, RotateHalfMatchesTheAtenReference) {
   // Position 0 is no rotation; a later one is.
   for (int64_t c = 0; c < heads * hd; ++c) ASSERT_FLOAT_EQ(x[c], before[c]);
   EXPECT_GT(std::abs(x[5 * ld] - before[5 * ld]), 1e-3f);
+}
+
+TEST(CpuKernels, RmsNormMatchesDouble) {
+  // Rows of Qwen3-0.6B's hidden size and rows of one head (its q/k norms), an offset included
+  // so that a mean subtracted (a LayerNorm) would show.
+  for (const int64_t n : {int64_t{1024}, int64_t{128}, int64_t{61}}) {
+    const int64_t rows = 9;
+    std::vector<float> x = Random(rows * n, 21, 4.0f);
+    for (float& v : x) v += 2.0f;
+    const std::vector<float> gamma = Random(n, 22), before = x;
+    RmsNorm(x.data(), gamma.data(), rows, n, 1e-6f);
+    double worst = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      double sq = 0.0;
+      for (int64_t c = 0; c < n; ++c) sq += double{before[r * n + c]} * before[r * n + c];
+      const double inv = 1.0 / std::sqrt(sq / static_cast<double>(n) + 1e-6);
+      for (int64_t c = 0; c < n; ++c) {
+        worst = std::max(worst, std::abs(x[r * n + c] - gamma[c] * before[r * n + c] * inv));
+      }
+    }
+    EXPECT_LT(worst, 2e-6) << "n " << n;
+  }
+}
+
+TEST(CpuAttention, GroupedCausalAndWindowedMatchTheAtenReference) {
+  // Three packed sequences (1, 37 and 70 tokens) of 4 query heads over 2 key/value heads of 16
+  // (a decoder's grouped-query attention, queries wider than a key row), against softmax(QK^T +
+  // mask) V in ATen with the keys and values repeated per query head.
+  const AttentionHeads shape{.heads = 4, .kv_heads = 2, .head_dim = 16};
+  const std::vector<int64_t> lens{1, 37, 70}, starts{0, 1, 38};
+  const int64_t rows = 108, ld = shape.row_width(), qw = shape.q_width(), kvw = shape.kv_width();
+  std::vector<float> qkv = Random(rows * ld, 31, 1.5f);
+  const at::Tensor all = at::from_blob(qkv.data(), {rows, ld});
+  for (const AttentionMask mask : {AttentionMask{}, AttentionMask{.causal = true},
+                                   AttentionMask{.window = 8}, AttentionMask{8, true}}) {
+    std::vector<float> ctx(rows * qw, std::nanf(""));  // poisoned: every row must be written
+    CpuAttention(qkv.data(), starts, lens, shape, ctx.data(), {}, mask);
+    double worst = 0.0;
+    for (size_t s = 0; s < lens.size(); ++s) {
+      const int64_t n = lens[s];
+      const at::Tensor seq = all.narrow(0, starts[s], n).to(at::kDouble);
+      const auto heads = [&](int64_t first, int64_t count) {
+        return seq.narrow(1, first, count * 16).view({n, count, 16}).transpose(0, 1);
+      };
+      const at::Tensor q = heads(0, 4), k = heads(qw, 2).repeat_interleave(2, 0),
+                       v = heads(qw + kvw, 2).repeat_interleave(2, 0);
+      const at::Tensor pos = at::arange(n, at::kLong);
+      const at::Tensor distance = pos.unsqueeze(0) - pos.unsqueeze(1);  // key - query
+      at::Tensor hidden = at::zeros({n, n}, at::kBool);
+      if (mask.causal) hidden = hidden.logical_or(distance > 0);
+      if (mask.window > 0) hidden = hidden.logical_or(distance.abs() > mask.window);
+      const at::Tensor scores = at::matmul(q, k.transpose(1, 2)).masked_fill(hidden, -INFINITY);
+      const at::Tensor want =
+          at::matmul(at::softmax(scores, -1), v).transpose(0, 1).reshape({n, qw});
+      const at::Tensor got = at::from_blob(ctx.data() + starts[s] * qw, {n, qw}).to(at::kDouble);
+      worst = std::max(worst, (got - want).abs().max().item<double>());
+    }
+    EXPECT_LT(worst, 1e-5) << "window " << mask.window << " causal " << mask.causal;
+  }
 }
 
 TEST(CpuKernels, AddLayerNormMatchesDouble) {

@@ -45,6 +45,7 @@ Activation ParseActivation(const Json& value, const fs::path& file) {
     return Activation::kGeluTanh;
   }
   if (act == "relu") return Activation::kRelu;
+  if (act == "silu" || act == "swish") return Activation::kSilu;
   Fail(file.string() + ": hidden_act \"" + act + "\" is not supported");
 }
 

@@ -51,9 +51,11 @@ EncoderLoad ParseEncoderParams(BackendParams params, std::string device, int thr
       load.model.pooling = Pooling::kMean;
     } else if (*pooling == "cls") {
       load.model.pooling = Pooling::kCls;
+    } else if (*pooling == "last") {
+      load.model.pooling = Pooling::kLastToken;
     } else if (*pooling != "auto") {
       throw Error(ErrorCode::kBadRequest,
-                  "pooling = \"" + *pooling + "\": expected auto, mean or cls");
+                  "pooling = \"" + *pooling + "\": expected auto, mean, cls or last");
     }
   }
   if (const auto normalize = params.TakeBool("normalize")) load.model.normalize = *normalize;

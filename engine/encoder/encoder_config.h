@@ -1,6 +1,9 @@
-// An encoder-only transformer as ember runs it, whatever family's config.json it was read from
+// A transformer as ember runs it, whatever family's config.json it was read from
 // (engine/encoder/encoder_families.h): its shape, its position and token-type scheme, its
-// activation, its classifier head, and where its checkpoint keeps each tensor. A family's folder
+// activation, its classifier head, and where its checkpoint keeps each tensor. Encoders (BERT,
+// RoBERTa, MPNet, ModernBERT) and the decoder LLMs used as embedders (Qwen2, Qwen3, Mistral:
+// RMSNorm, grouped-query and causal attention, SwiGLU) are the same stack of layers with other
+// settings. A family's folder
 // (engine/bert/, engine/roberta/, ...) holds only the mapping from its config.json and
 // checkpoint names to this; the runtime (encoder_model.h) knows no family. Plain data, no
 // LibTorch.
@@ -44,8 +47,21 @@ struct EncoderConfig {
   int64_t sliding_window = 0;
   std::vector<bool> sliding_layer{};
   // The feed-forward's first projection gives 2 x intermediate: act(first half) * second half
-  // (ModernBERT's GeGLU), instead of act(all).
+  // (ModernBERT's GeGLU, the decoders' SwiGLU), instead of act(all).
   bool gated_ffn = false;
+  // Every norm (the layers' and the final one): LayerNorm (mean and variance, weight and bias) or
+  // RMSNorm (the decoders': x / sqrt(mean(x^2) + eps) * weight).
+  enum class Norm { kLayerNorm, kRms };
+  Norm norm = Norm::kLayerNorm;
+  // Grouped-query attention: kv_heads key and value heads, each read by heads / kv_heads query
+  // heads in turn (0: as many as query heads). head_dim: the width of one head (0: hidden /
+  // heads; Qwen3's is its own, so queries may be wider than the hidden state).
+  int64_t kv_heads = 0, head_dim = 0;
+  // Qwen3: an RMSNorm over each query and key head (weights [head_dim]) before RoPE.
+  bool qk_norm = false;
+  // A decoder's attention: a token attends to itself and the tokens before it only. false:
+  // bidirectional (encoders; gte-Qwen2 and Qwen3 variants whose config sets is_causal false).
+  bool causal = false;
   double eps = 1e-12;
   Activation act = Activation::kGeluErf;
   // A ...ForSequenceClassification checkpoint (a cross-encoder or text classifier): its outputs
@@ -55,16 +71,24 @@ struct EncoderConfig {
 
   // The longest sequence the position table takes.
   int64_t max_tokens() const { return max_pos - position_offset; }
-  // Whether layer i attends within the sliding window only.
+  int64_t head_size() const { return head_dim > 0 ? head_dim : hidden / heads; }
+  int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
+  // The widths of a token's queries and of its keys (or values), all heads together.
+  int64_t q_width() const { return heads * head_size(); }
+  int64_t kv_width() const { return kv_head_count() * head_size(); }
+  // Whether layer i attends within the sliding window only (causal: the `sliding_window` tokens
+  // before the query).
   bool sliding(int64_t layer) const {
     return layer < static_cast<int64_t>(sliding_layer.size()) &&
            sliding_layer[static_cast<size_t>(layer)];
   }
-  // Whether the layers are BERT's (post-norm, position table, no relative bias, plain
-  // feed-forward, global attention): what the CUDA encoder runs.
+  // Whether the layers are BERT's (post-norm LayerNorm, position table, no relative bias, plain
+  // feed-forward, bidirectional multi-head attention over the whole sequence): what the CUDA
+  // encoder runs.
   bool bert_layers() const {
     return !pre_norm && rope_theta == 0 && relative_buckets == 0 && !gated_ffn &&
-           sliding_layer.empty();
+           sliding_layer.empty() && norm == Norm::kLayerNorm && q_width() == hidden &&
+           kv_head_count() == heads && !qk_norm && !causal;
   }
 };
 
@@ -74,6 +98,7 @@ struct EncoderConfig {
 // encoder's.
 struct EncoderLayout {
   std::string base_prefix;
+  // The token embeddings and the norm after them (empty: none, as in a decoder).
   std::string word_embeddings = "embeddings.word_embeddings", embedding_ln = "embeddings.LayerNorm";
   // Layer N's tensors are under layer_prefix + N + ".".
   std::string layer_prefix = "encoder.layer.";
@@ -84,12 +109,18 @@ struct EncoderLayout {
   std::string query = "attention.self.query", key = "attention.self.key",
               value = "attention.self.value", qkv, attn_out = "attention.output.dense",
               attn_ln = "attention.output.LayerNorm";
-  // The feed-forward's two projections and its LayerNorm.
+  // The feed-forward's two projections and its LayerNorm. `gate`, if set, names the gate of a
+  // gated feed-forward kept apart from `inter` (the decoders' mlp.gate_proj beside up_proj): the
+  // runtime joins them as [gate; inter], ModernBERT's one Wi.
   std::string inter = "intermediate.dense", out = "output.dense", ffn_ln = "output.LayerNorm";
+  std::string gate;
+  // Qwen3's per-head query and key norms (EncoderConfig::qk_norm).
+  std::string q_norm, k_norm;
   // Pre-norm: the LayerNorm after the last layer (under the base prefix).
   std::string final_ln;
-  // Which tensors have a bias (ModernBERT: none by default); a missing one adds 0.
-  bool attention_bias = true, ffn_bias = true, norm_bias = true;
+  // Which tensors have a bias (ModernBERT: none by default; Qwen2: the query, key and value
+  // projections only); a missing one adds 0.
+  bool attention_bias = true, attn_out_bias = true, ffn_bias = true, norm_bias = true;
   // Whether the checkpoint has embeddings.token_type_embeddings (MPNet has none: type 0 adds 0).
   bool token_type_embeddings = true;
   // The relative attention bias table [relative_buckets, heads], if the config has one.

@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "engine/bert/bert_family.h"
+#include "engine/decoder/decoder_family.h"
 #include "engine/encoder/config_json.h"
 #include "engine/modernbert/modernbert_family.h"
 #include "engine/mpnet/mpnet_family.h"
@@ -20,7 +21,10 @@ constexpr Family kFamilies[] = {
     {"bert", ParseBertFamily},
     {"camembert", ParseRobertaFamily},
     {"modernbert", ParseModernBertFamily},
+    {"mistral", ParseDecoderFamily},
     {"mpnet", ParseMpnetFamily},
+    {"qwen2", ParseDecoderFamily},
+    {"qwen3", ParseDecoderFamily},
     {"roberta", ParseRobertaFamily},
     {"xlm-roberta", ParseRobertaFamily},
 };
@@ -55,7 +59,7 @@ EncoderSpec ReadEncoderSpec(const std::filesystem::path& file) {
   std::string architectures;
   if (const auto it = j.find("architectures"); it != j.end()) architectures = " " + it->dump();
   config_json::Fail(file.string() + ": model_type \"" + type + "\"" + architectures +
-                    " is not served; ember serves encoders of model_type " + ServedModelTypes() +
+                    " is not served; ember serves model_type " + ServedModelTypes() +
                     " (docs/models.md)");
 }
 

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "engine/encoder/aten_dense.h"
+#include "engine/encoder/checkpoint.h"
 #include "engine/encoder/classifier_head.h"
 #include "engine/encoder/cpu/cpu_encoder.h"
 #include "engine/encoder/encoder_config.h"
@@ -25,7 +26,6 @@
 #include "engine/encoder/positions.h"
 #include "engine/encoder/relative_attention_bias.h"
 #include "engine/encoder/rotary_embedding.h"
-#include "engine/encoder/safetensors.h"
 #include "engine/encoder/sentence_transformers_config.h"
 #include "engine/encoder/stream_lanes.h"
 #ifdef EMBER_HAVE_CUDA_ENCODER
@@ -50,9 +50,11 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 }
 
 // Copies one tensor out of the mapping as float32 (on CPU), checking its shape.
-at::Tensor LoadTensor(const SafeTensorsFile& file, const std::string& name,
+at::Tensor LoadTensor(const Checkpoint& checkpoint, const std::string& name,
                       const std::vector<int64_t>& expected) {
-  const SafeTensorInfo& info = file.at(name);
+  const auto [file_ptr, info_ptr] = checkpoint.at(name);
+  const SafeTensorsFile& file = *file_ptr;
+  const SafeTensorInfo& info = *info_ptr;
   if (info.shape != expected) {
     Fail(file.path().string() + ": tensor '" + name + "' has shape " + ShapeString(info.shape) +
          ", config.json implies " + ShapeString(expected));
@@ -82,9 +84,12 @@ at::Tensor LoadTensor(const SafeTensorsFile& file, const std::string& name,
 }
 
 struct Layer {
-  Dense qkv;  // query/key/value fused: [3H, H], [3H]; query rows pre-scaled by 1/sqrt(hd)
+  // Query/key/value fused: [q_width + 2 kv_width, H] and its bias; query rows pre-scaled by
+  // 1/sqrt(hd) (with q_norm: that norm's weights instead).
+  Dense qkv;
   Dense attn_out, inter, out;
   at::Tensor ln1_w, ln1_b, ln2_w, ln2_b;  // pre-norm: ln1 undefined in a layer without it
+  at::Tensor q_norm_w, k_norm_w;  // Qwen3's per-head RMSNorms, float32 [head_dim]; or undefined
 };
 
 }  // namespace
@@ -133,6 +138,8 @@ struct EncoderModel::Impl {
         return at::gelu(x, "tanh");
       case Activation::kRelu:
         return at::relu(x);
+      case Activation::kSilu:
+        return at::silu(x);
       case Activation::kGeluErf:
         break;
     }
@@ -147,13 +154,18 @@ struct EncoderModel::Impl {
                      const std::vector<int64_t>& lens, const at::Tensor& positions,
                      const at::Tensor& types) const {
     const int64_t b = ids.size(0), len = ids.size(1), h = cfg.hidden, nh = cfg.heads;
-    const int64_t hd = h / nh;
+    const int64_t hd = cfg.head_size(), nkv = cfg.kv_head_count(), qw = cfg.q_width(),
+                  kvw = cfg.kv_width();
     const bool cpu = device.is_cpu();
 
-    at::Tensor x = at::embedding(word_emb, ids) +
-                   (types.defined() ? at::embedding(type_emb, types) : type_emb0);
-    if (pos_emb.defined()) x.add_(at::embedding(pos_emb, positions));
-    x = at::layer_norm(x.view({b * len, h}), {h}, emb_ln_w, emb_ln_b, cfg.eps);
+    at::Tensor x = at::embedding(word_emb, ids);
+    if (emb_ln_w.defined()) {
+      x = x + (types.defined() ? at::embedding(type_emb, types) : type_emb0);
+      if (pos_emb.defined()) x.add_(at::embedding(pos_emb, positions));
+      x = at::layer_norm(x.view({b * len, h}), {h}, emb_ln_w, emb_ln_b, cfg.eps);
+    } else {
+      x = x.reshape({b * len, h});  // a decoder's: the token embeddings as they are
+    }
 
     // Other devices: additive key mask, broadcast over heads and query positions [B, 1, 1, L].
     at::Tensor key_bias;
@@ -162,9 +174,9 @@ struct EncoderModel::Impl {
     }
     bool padded = false;
     for (int64_t n : lens) padded = padded || n != len;
-    // Other devices: the relative bias of every (query, key) pair [1, nh, L, L] (MPNet), and
-    // the sliding window's mask [1, 1, L, L].
-    at::Tensor pair_bias, window_bias;
+    // Other devices: the relative bias of every (query, key) pair [1, nh, L, L] (MPNet), the
+    // sliding window's mask and the causal one [1, 1, L, L].
+    at::Tensor pair_bias, window_bias, causal_bias;
     if (!cpu) {
       const at::Tensor pos = at::arange(len, at::TensorOptions().dtype(at::kLong).device(device));
       const at::Tensor distance = pos.unsqueeze(0) - pos.unsqueeze(1);  // key - query [L, L]
@@ -178,36 +190,62 @@ struct EncoderModel::Impl {
                           .mul(std::numeric_limits<float>::lowest())
                           .view({1, 1, len, len});
       }
+      if (cfg.causal) {
+        causal_bias = (distance > 0)
+                          .to(at::kFloat)
+                          .mul(std::numeric_limits<float>::lowest())
+                          .view({1, 1, len, len});
+      }
     }
-    // Self-attention of `in` [B*L, H] in layer i: the context [B*L, H].
+    // RMSNorm over the last dim, in float32 as HF's (Qwen3RMSNorm, MistralRMSNorm).
+    const auto rms = [&](const at::Tensor& t, const at::Tensor& w) {
+      const at::Tensor f = t.to(at::kFloat);
+      return (w.to(at::kFloat) * (f * at::rsqrt(f.pow(2).mean(-1, true) + cfg.eps)))
+          .to(t.scalar_type());
+    };
+    // Self-attention of `in` [B*L, H] in layer i: the context [B*L, q_width].
     const auto attention = [&](const Layer& l, const at::Tensor& in, int64_t i) {
-      at::Tensor qkv = l.qkv(in).to(act_dtype);  // [B*L, 3H], Q pre-scaled
-      if (rope.cos.defined()) {
-        const at::Tensor parts = qkv.view({b, len, 3, nh, hd});
-        const RotaryTable& table = cfg.sliding(i) ? sliding_rope : rope;
-        qkv = at::stack({ApplyRotary(parts.select(2, 0), table),
-                         ApplyRotary(parts.select(2, 1), table), parts.select(2, 2)},
-                        2)
-                  .view({b * len, 3 * h});
+      at::Tensor qkv = l.qkv(in).to(act_dtype);  // [B*L, q_width + 2 kv_width], Q pre-scaled
+      if (rope.cos.defined() || l.q_norm_w.defined()) {
+        at::Tensor q = qkv.narrow(1, 0, qw).view({b, len, nh, hd});
+        at::Tensor k = qkv.narrow(1, qw, kvw).view({b, len, nkv, hd});
+        if (l.q_norm_w.defined()) {
+          q = rms(q, l.q_norm_w);
+          k = rms(k, l.k_norm_w);
+        }
+        if (rope.cos.defined()) {
+          const RotaryTable& table = cfg.sliding(i) ? sliding_rope : rope;
+          q = ApplyRotary(q, table);
+          k = ApplyRotary(k, table);
+        }
+        qkv = at::cat(
+            {q.reshape({b * len, qw}), k.reshape({b * len, kvw}), qkv.narrow(1, qw + kvw, kvw)}, 1);
       }
       const int64_t window = cfg.sliding(i) ? cfg.sliding_window : 0;
       if (cpu) {
         // Padded query rows are not computed (see CpuAttention); zero them so they stay finite.
         at::Tensor ctx =
-            padded ? at::zeros({b * len, h}, x.options()) : at::empty({b * len, h}, x.options());
+            padded ? at::zeros({b * len, qw}, x.options()) : at::empty({b * len, qw}, x.options());
         std::vector<int64_t> starts(lens.size());
         for (size_t s = 0; s < starts.size(); ++s) starts[s] = static_cast<int64_t>(s) * len;
-        CpuAttention(qkv.contiguous().data_ptr<float>(), starts, lens, nh, hd,
-                     ctx.data_ptr<float>(), relative_bias(), window);
+        CpuAttention(qkv.contiguous().data_ptr<float>(), starts, lens, {nh, nkv, hd},
+                     ctx.data_ptr<float>(), relative_bias(),
+                     {.window = window, .causal = cfg.causal});
         return ctx;
       }
-      // [B*L, 3H] -> [3, B, nh, L, hd]
-      const at::Tensor p = qkv.view({b, len, 3, nh, hd}).permute({2, 0, 3, 1, 4});
-      at::Tensor scores = at::matmul(p[0], p[1].transpose(-2, -1));  // [B, nh, L, L]
+      // [B*L, q_width + 2 kv_width] -> [B, heads, L, hd]; grouped keys and values repeated for
+      // each query head that reads them.
+      const auto heads_of = [&](int64_t first, int64_t count) {
+        at::Tensor t = qkv.narrow(1, first, count * hd).view({b, len, count, hd}).transpose(1, 2);
+        return count == nh ? t : t.repeat_interleave(nh / count, 1);
+      };
+      const at::Tensor q = heads_of(0, nh), k = heads_of(qw, nkv), v = heads_of(qw + kvw, nkv);
+      at::Tensor scores = at::matmul(q, k.transpose(-2, -1));  // [B, nh, L, L]
       if (pair_bias.defined()) scores.add_(pair_bias);
       if (window > 0) scores.add_(window_bias);
+      if (causal_bias.defined()) scores.add_(causal_bias);
       scores.add_(key_bias);
-      return at::matmul(at::softmax(scores, -1), p[2]).permute({0, 2, 1, 3}).reshape({b * len, h});
+      return at::matmul(at::softmax(scores, -1), v).transpose(1, 2).reshape({b * len, qw});
     };
     // The feed-forward's inner activations of `in`; bf16 on CPU: the activation runs on the
     // bf16 GEMM output and feeds the next GEMM as is.
@@ -218,6 +256,7 @@ struct EncoderModel::Impl {
       return Activate(inner.narrow(-1, 0, n)) * inner.narrow(-1, n, n);
     };
     const auto norm = [&](const at::Tensor& t, const at::Tensor& w, const at::Tensor& bias) {
+      if (cfg.norm == EncoderConfig::Norm::kRms) return rms(t, w);
       return at::layer_norm(t, {h}, w, bias, cfg.eps);
     };
     for (int64_t i = 0; i < static_cast<int64_t>(layers.size()); ++i) {
@@ -326,6 +365,7 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
   switch (options.pooling) {
     case Pooling::kMean:
     case Pooling::kCls:
+    case Pooling::kLastToken:
       impl->pooling = options.pooling;
       break;
     case Pooling::kAuto:
@@ -342,13 +382,8 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
   impl->threads = options.threads;
   impl->max_length = std::min(c.max_tokens(), st.max_seq_length.value_or(c.max_tokens()));
 
-  const fs::path weights = mdir / "model.safetensors";
-  if (!fs::exists(weights)) {
-    if (fs::exists(mdir / "model.safetensors.index.json")) {
-      Fail(mdir.string() +
-           " holds a sharded checkpoint (model.safetensors.index.json); ember "
-           "needs a single model.safetensors");
-    }
+  fs::path weights = mdir / "model.safetensors";
+  if (!fs::exists(weights) && !fs::exists(mdir / "model.safetensors.index.json")) {
     if (fs::exists(mdir / "pytorch_model.bin")) {
       Fail("missing " + weights.string() +
            "; the folder only has pytorch_model.bin (a Python pickle ember does not read). "
@@ -360,7 +395,8 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
   }
 
   try {
-    const SafeTensorsFile file = SafeTensorsFile::Open(weights);
+    const Checkpoint file = Checkpoint::Open(mdir);
+    weights = file.path();
     // A task model's checkpoint (BertForXxx, XLMRobertaForXxx, older sentence-transformers) keeps
     // the encoder under its base prefix ("bert.", "roberta."); a bare encoder's under none.
     const EncoderLayout& layout = impl->layout;
@@ -405,9 +441,9 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
     // runs the ATen forward there (docs/status.md: token types in the CUDA encoder are open).
     // Nor does it run layers other than BERT's (EncoderConfig::bert_layers: MPNet's relative
     // attention bias; ModernBERT's pre-norm, RoPE, gated feed-forward and sliding windows): the
-    // ATen forward there too.
-    const bool cuda_fused =
-        options.fused && impl->device.is_cuda() && c.labels.empty() && c.bert_layers();
+    // ATen forward there too, as does last-token pooling, which its pooling kernel lacks.
+    const bool cuda_fused = options.fused && impl->device.is_cuda() && c.labels.empty() &&
+                            c.bert_layers() && impl->pooling != Pooling::kLastToken;
     CudaEncoderWeights cuda_encoder;
     // In the compute dtype, contiguous, on the device.
     auto to_act = [&](const at::Tensor& t) { return t.to(impl->act_dtype).contiguous(); };
@@ -418,11 +454,13 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       impl->pos_emb = load("embeddings.position_embeddings.weight", {c.max_pos, h});
     } else {
       const auto table = [&](double theta) {
-        RotaryTable t = MakeRotaryTable(theta, h / c.heads, c.max_tokens());
+        RotaryTable t = MakeRotaryTable(theta, c.head_size(), c.max_tokens());
         return RotaryTable{.cos = t.cos.to(impl->device), .sin = t.sin.to(impl->device)};
       };
       impl->rope = table(c.rope_theta);
-      impl->sliding_rope = table(c.sliding_rope_theta > 0 ? c.sliding_rope_theta : c.rope_theta);
+      // One table where both thetas are one (a decoder's 32k positions take 16 MB each).
+      const bool own = c.sliding_rope_theta > 0 && c.sliding_rope_theta != c.rope_theta;
+      impl->sliding_rope = own ? table(c.sliding_rope_theta) : impl->rope;
     }
     // Single texts are all token type 0; a pair's second text is type 1 (TokenBatch).
     impl->type_emb =
@@ -430,33 +468,49 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
             ? load("embeddings.token_type_embeddings.weight", {c.type_vocab, h})
             : at::zeros({c.type_vocab, h}, at::TensorOptions(impl->act_dtype).device(impl->device));
     impl->type_emb0 = impl->type_emb[0];
-    std::tie(impl->emb_ln_w, impl->emb_ln_b) = layer_norm(layout.embedding_ln);
+    if (!layout.embedding_ln.empty()) {
+      std::tie(impl->emb_ln_w, impl->emb_ln_b) = layer_norm(layout.embedding_ln);
+    }
+    const int64_t hd = c.head_size(), qw = c.q_width(), kvw = c.kv_width();
     for (int64_t i = 0; i < c.layers; ++i) {
       const std::string p = layout.layer_prefix + std::to_string(i) + ".";
       Layer l;
-      at::Tensor qkv_w, qkv_b;
+      WeightBias qkv;
       if (!layout.qkv.empty()) {
-        std::tie(qkv_w, qkv_b) = weight_bias(p + layout.qkv, 3 * h, h, layout.attention_bias);
+        qkv = weight_bias(p + layout.qkv, qw + 2 * kvw, h, layout.attention_bias);
       } else {
-        qkv_w = at::cat({load(p + layout.query + ".weight", {h, h}),
-                         load(p + layout.key + ".weight", {h, h}),
-                         load(p + layout.value + ".weight", {h, h})})
-                    .to(at::kFloat);
-        qkv_b = at::cat({load(p + layout.query + ".bias", {h}), load(p + layout.key + ".bias", {h}),
-                         load(p + layout.value + ".bias", {h})})
-                    .to(at::kFloat);
+        const WeightBias q = weight_bias(p + layout.query, qw, h, layout.attention_bias);
+        const WeightBias k = weight_bias(p + layout.key, kvw, h, layout.attention_bias);
+        const WeightBias v = weight_bias(p + layout.value, kvw, h, layout.attention_bias);
+        qkv = {at::cat({q.first, k.first, v.first}), at::cat({q.second, k.second, v.second})};
       }
       // Fold attention's 1/sqrt(head_dim) into the query projection (in float32, before any
-      // rounding to the compute precision): one op less per layer.
-      const double scale = 1.0 / std::sqrt(static_cast<double>(h / c.heads));
-      qkv_w.narrow(0, 0, h).mul_(scale);
-      qkv_b.narrow(0, 0, h).mul_(scale);
-      WeightBias qkv{std::move(qkv_w), std::move(qkv_b)};
-      WeightBias attn_out = weight_bias(p + layout.attn_out, h, h, layout.attention_bias);
-      // A pre-norm model's first layer takes the embeddings' LayerNorm as its own (ModernBERT).
-      if (!(c.pre_norm && i == 0)) std::tie(l.ln1_w, l.ln1_b) = layer_norm(p + layout.attn_ln);
-      WeightBias inter =
-          weight_bias(p + layout.inter, c.gated_ffn ? 2 * in : in, h, layout.ffn_bias);
+      // rounding to the compute precision): one op less per layer. Qwen3 norms each query
+      // head after the projection, which would undo that: its norm's weights take it instead.
+      const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+      if (c.qk_norm) {
+        l.q_norm_w = load(p + layout.q_norm + ".weight", {hd}).to(at::kFloat).mul_(scale);
+        l.k_norm_w = load(p + layout.k_norm + ".weight", {hd}).to(at::kFloat);
+      } else {
+        qkv.first.narrow(0, 0, qw).mul_(scale);
+        qkv.second.narrow(0, 0, qw).mul_(scale);
+      }
+      WeightBias attn_out = weight_bias(p + layout.attn_out, h, qw, layout.attn_out_bias);
+      // A pre-norm model with a norm after its embeddings takes it as its first layer's
+      // (ModernBERT); a decoder's first layer has its own.
+      if (!(c.pre_norm && i == 0 && impl->emb_ln_w.defined())) {
+        std::tie(l.ln1_w, l.ln1_b) = layer_norm(p + layout.attn_ln);
+      }
+      WeightBias inter;
+      if (!layout.gate.empty()) {
+        // [gate; up]: GatedActivation's act(first half) * second half is SwiGLU's
+        // silu(gate) * up.
+        const WeightBias gate = weight_bias(p + layout.gate, in, h, layout.ffn_bias);
+        const WeightBias up = weight_bias(p + layout.inter, in, h, layout.ffn_bias);
+        inter = {at::cat({gate.first, up.first}), at::cat({gate.second, up.second})};
+      } else {
+        inter = weight_bias(p + layout.inter, c.gated_ffn ? 2 * in : in, h, layout.ffn_bias);
+      }
       WeightBias out = weight_bias(p + layout.out, h, in, layout.ffn_bias);
       std::tie(l.ln2_w, l.ln2_b) = layer_norm(p + layout.ffn_ln);
       if (fused) {
@@ -466,6 +520,8 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
         };
         encoder.layers.push_back(
             {.qkv = packed(qkv, std::nullopt),
+             .q_norm = data(l.q_norm_w),
+             .k_norm = data(l.k_norm_w),
              .attn_out = packed(attn_out, std::nullopt),
              .ln1_w = data(l.ln1_w),
              .ln1_b = data(l.ln1_b),
@@ -529,7 +585,7 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
     }
     if (fused) {
       encoder.hidden = h;
-      encoder.heads = c.heads;
+      encoder.heads = {.heads = c.heads, .kv_heads = c.kv_head_count(), .head_dim = hd};
       encoder.intermediate = in;
       encoder.eps = static_cast<float>(c.eps);
       encoder.word_emb = impl->word_emb.data_ptr<float>();
@@ -540,10 +596,14 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       encoder.pad_id = c.pad_id;
       encoder.type_emb0 = impl->type_emb0.data_ptr<float>();
       if (c.type_vocab > 1) encoder.type_emb1 = impl->type_emb[1].data_ptr<float>();
-      encoder.emb_ln_w = impl->emb_ln_w.data_ptr<float>();
-      encoder.emb_ln_b = impl->emb_ln_b.data_ptr<float>();
+      if (impl->emb_ln_w.defined()) {
+        encoder.emb_ln_w = impl->emb_ln_w.data_ptr<float>();
+        encoder.emb_ln_b = impl->emb_ln_b.data_ptr<float>();
+      }
       encoder.relative_bias = impl->relative_bias();
       encoder.pre_norm = c.pre_norm;
+      encoder.rms_norm = c.norm == EncoderConfig::Norm::kRms;
+      encoder.causal = c.causal;
       if (impl->final_ln_w.defined()) {
         encoder.final_ln_w = impl->final_ln_w.data_ptr<float>();
         encoder.final_ln_b = impl->final_ln_b.data_ptr<float>();
@@ -717,13 +777,15 @@ uint64_t EncoderModel::memory_bytes() const {
   }
   for (const Layer& l : m.layers) {
     for (const Dense* d : {&l.qkv, &l.attn_out, &l.inter, &l.out}) bytes += d->bytes();
-    for (const at::Tensor* t : {&l.ln1_w, &l.ln1_b, &l.ln2_w, &l.ln2_b}) {
+    for (const at::Tensor* t : {&l.ln1_w, &l.ln1_b, &l.ln2_w, &l.ln2_b, &l.q_norm_w, &l.k_norm_w}) {
       if (t->defined()) bytes += t->nbytes();
     }
   }
-  for (const at::Tensor* t : {&m.final_ln_w, &m.final_ln_b, &m.rope.cos, &m.rope.sin,
-                              &m.sliding_rope.cos, &m.sliding_rope.sin}) {
+  for (const at::Tensor* t : {&m.final_ln_w, &m.final_ln_b, &m.rope.cos, &m.rope.sin}) {
     if (t->defined()) bytes += t->nbytes();
+  }
+  if (m.sliding_rope.cos.defined() && !m.sliding_rope.cos.is_same(m.rope.cos)) {
+    bytes += m.sliding_rope.cos.nbytes() + m.sliding_rope.sin.nbytes();
   }
   if (m.fused) {
     for (const CpuEncoderWeights::Layer& l : m.fused->layers) {

@@ -25,12 +25,15 @@ void ParsePoolingConfig(const fs::path& file, SentenceTransformersConfig& st) {
     st.pooling = Pooling::kMean;
   } else if (on.size() == 1 && on[0] == "pooling_mode_cls_token") {
     st.pooling = Pooling::kCls;
+  } else if (on.size() == 1 && on[0] == "pooling_mode_lasttoken") {
+    st.pooling = Pooling::kLastToken;
   } else {
     std::string modes;
     for (const auto& m : on) modes += (modes.empty() ? "" : ", ") + m;
     st.pooling_problem = file.string() + " asks for pooling {" + modes +
                          "}; only exactly one of pooling_mode_mean_tokens / "
-                         "pooling_mode_cls_token is supported (pass an explicit pooling option "
+                         "pooling_mode_cls_token / pooling_mode_lasttoken is supported (pass an "
+                         "explicit pooling option "
                          "to override)";
   }
 }

@@ -100,6 +100,7 @@ EncoderSpec ParseModernBertFamily(const Json& j, const std::filesystem::path& fi
   l.final_ln = "final_norm";
   l.token_type_embeddings = false;
   l.attention_bias = BoolOr(j, "attention_bias", file, false);
+  l.attn_out_bias = l.attention_bias;
   l.ffn_bias = BoolOr(j, "mlp_bias", file, false);
   l.norm_bias = BoolOr(j, "norm_bias", file, false);
   return spec;

@@ -1,6 +1,6 @@
-"""Encoder families beyond BERT (issue 35): XLM-RoBERTa and MPNet models served by a router, a
-worker and a gateway this test starts, their vectors and scores against sentence-transformers on
-the same folders. The repository serves (scripts/make_encoder_model.py, seeded random weights in
+"""Model families beyond BERT (issues 35 and 37): encoders (XLM-RoBERTa, MPNet, ModernBERT) and
+decoders (Qwen3, Qwen2, Mistral) served by a router, a worker and a gateway this test starts,
+their vectors and scores against sentence-transformers (or transformers) on the same folders. The repository serves (scripts/make_encoder_model.py, seeded random weights in
 the real models' shapes; the XLM-R models with the trained XLM-R Unigram tokenizer of the
 tokenizer tests, the MPNet ones with all-mpnet-base-v2's):
   - "e5": multilingual-e5-small's shape (XLMRobertaModel, 12 layers, hidden 384, 514 positions),
@@ -17,7 +17,18 @@ tokenizer tests, the MPNet ones with all-mpnet-base-v2's):
   - "modernbert": ModernBERT-base's shape (pre-norm, RoPE of two thetas, GeGLU, no biases, a
     global layer every three and a 128-token window in the others) cut to four layers, mean
     pooling, max_seq_length 2048, with the trained byte-level BPE; "modernbert-aten" the same
-    folder on the ATen forward.
+    folder on the ATen forward;
+  - "qwen3": Qwen3-Embedding's structure (RMSNorm, RoPE, 4 query heads over 2 key/value heads of
+    32, wider than hidden / heads, per-head q/k norms, SwiGLU, causal) at hidden 64, two layers,
+    last-token pooling, with the real Qwen vocabulary and its end-of-text token appended;
+    "qwen3-aten" the same folder on the ATen forward; "qwen3-bidirectional" another with
+    is_causal false (held to transformers' forward with a bidirectional mask, as
+    sentence-transformers has no such mode);
+  - "qwen2": gte-Qwen2's structure (biases on the query, key and value projections, 6 heads
+    over 2), causal, saved as the real ones are: bfloat16 in shards with
+    model.safetensors.index.json (both sides compute in float32);
+  - "mistral": e5-mistral's (8 heads over 2, a sliding window, here 64 tokens so that the
+    corpus' texts pass it) with the trained SentencePiece BPE laid out as Mistral's.
 
 The texts are the tokenizer parity corpus (scripts/tokenizer_corpus.py) with XLM-R's special
 tokens typed into them: "<pad>" typed as text is the padding id, which RoBERTa's positions skip
@@ -54,8 +65,15 @@ RERANKER_DIR = os.environ.get("EMBER_XLMR_RERANKER_DIR", "")
 MPNET_DIR = os.environ.get("EMBER_MPNET_DIR", "")
 MPNET_RERANKER_DIR = os.environ.get("EMBER_MPNET_RERANKER_DIR", "")
 MODERNBERT_DIR = os.environ.get("EMBER_MODERNBERT_DIR", "")
+QWEN3_DIR = os.environ.get("EMBER_QWEN3_DIR", "")
+QWEN3_BIDIRECTIONAL_DIR = os.environ.get("EMBER_QWEN3_BIDIRECTIONAL_DIR", "")
+QWEN2_DIR = os.environ.get("EMBER_QWEN2_DIR", "")
+MISTRAL_DIR = os.environ.get("EMBER_MISTRAL_DIR", "")
 SERVED = (("e5", E5_DIR), ("m3", M3_DIR), ("reranker", RERANKER_DIR), ("mpnet", MPNET_DIR),
-          ("mpnet-reranker", MPNET_RERANKER_DIR), ("modernbert", MODERNBERT_DIR))
+          ("mpnet-reranker", MPNET_RERANKER_DIR), ("modernbert", MODERNBERT_DIR),
+          ("qwen3", QWEN3_DIR), ("qwen3-bidirectional", QWEN3_BIDIRECTIONAL_DIR),
+          ("qwen2", QWEN2_DIR), ("mistral", MISTRAL_DIR))
+DECODERS = ("qwen3", "qwen3-aten", "qwen3-bidirectional", "qwen2", "mistral")
 RERANKERS = ("reranker", "mpnet-reranker")
 
 # Both sides compute in float32 in a different order; 12 layers stay well inside this.
@@ -71,6 +89,47 @@ def corpus():
     return [t for t in texts if t.strip()]
 
 
+def decoder_texts(texts):
+    """The corpus, texts of one token and texts past 2,048 tokens (a decoder's batches mix them:
+    a padding or position bug shows there)."""
+    long = [" ".join("Satz %d über Füchse, Hunde und <s> Katzen." % i for i in range(400)),
+            " ".join("paragraph %d: the quick brown fox jumps over the lazy dog" % i
+                     for i in range(260))]
+    return ["a", "7", "日", "!"] + texts + long
+
+
+def bidirectional_reference(folder, texts):
+    """transformers' forward of the folder's base model with every token seeing every other
+    (its config's is_causal false; transformers' own forward is causal whatever the config
+    says), then sentence-transformers' last-token pooling and Normalize. One text at a time: no
+    padding, and the scores of a 3,000-token text in a padded batch of 16 would take gigabytes."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.masking_utils import create_bidirectional_mask
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    for layer in model.layers:
+        layer.self_attn.is_causal = False
+    out = []
+    with torch.no_grad():
+        for text in texts:
+            ids = tokenizer([text], truncation=True, max_length=8192, return_tensors="pt")
+            mask = create_bidirectional_mask(config=model.config,
+                                             inputs_embeds=model.embed_tokens(ids["input_ids"]),
+                                             attention_mask=ids["attention_mask"])
+            hidden = model(input_ids=ids["input_ids"],
+                           attention_mask={"full_attention": mask}).last_hidden_state
+            out.append(torch.nn.functional.normalize(hidden[0, -1], dim=-1).numpy())
+    return np.stack(out)
+
+
+def decoder_reference(folder, texts, **model_kwargs):
+    """sentence-transformers on a decoder folder, in batches of 4: a batch holding a 3,000-token
+    text pads every text to it."""
+    return SentenceTransformer(folder, device="cpu", model_kwargs=model_kwargs).encode(
+        texts, batch_size=4)
+
+
 class FamiliesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -83,6 +142,7 @@ class FamiliesTest(unittest.TestCase):
             add_version(repository, name, source)
         add_version(repository, "e5-aten", E5_DIR, 'encoder = "aten"\n')
         add_version(repository, "modernbert-aten", MODERNBERT_DIR, 'encoder = "aten"\n')
+        add_version(repository, "qwen3-aten", QWEN3_DIR, 'encoder = "aten"\n')
         cls.processes = [
             start([ROUTER, "--frontend", frontend, "--backend", backend],
                   os.path.join(cls.dir, "router.log")),
@@ -98,7 +158,7 @@ class FamiliesTest(unittest.TestCase):
         while True:
             statuses = [cls.post(cls, "/embed", {"model": m, "inputs": "warm-up"})[0]
                         for m in ("e5", "e5-aten", "m3", "mpnet", "modernbert",
-                                  "modernbert-aten")]
+                                  "modernbert-aten") + DECODERS]
             statuses += [cls.post(cls, "/rerank", {"model": m, "query": "warm",
                                                    "texts": ["up"]})[0] for m in RERANKERS]
             if statuses == [200] * len(statuses):
@@ -126,8 +186,9 @@ class FamiliesTest(unittest.TestCase):
             vectors.extend(reply)
         return np.asarray(vectors, dtype=np.float64)
 
-    def check_vectors(self, model, folder, texts):
-        want = SentenceTransformer(folder, device="cpu").encode(texts, batch_size=CHUNK)
+    def check_vectors(self, model, folder, texts, want=None):
+        if want is None:
+            want = SentenceTransformer(folder, device="cpu").encode(texts, batch_size=CHUNK)
         got = self.embed(model, texts)
         self.assertEqual(got.shape, want.shape)
         err = np.abs(got - want).max(axis=1)
@@ -166,6 +227,37 @@ class FamiliesTest(unittest.TestCase):
 
     def test_modernbert_on_aten_equals_sentence_transformers(self):
         self.check_vectors("modernbert-aten", MODERNBERT_DIR, self.texts)
+
+    def test_qwen3_equals_sentence_transformers(self):
+        texts = decoder_texts(self.texts)
+        self.check_vectors("qwen3", QWEN3_DIR, texts, decoder_reference(QWEN3_DIR, texts))
+
+    def test_qwen3_on_aten_equals_sentence_transformers(self):
+        texts = decoder_texts(self.texts)
+        self.check_vectors("qwen3-aten", QWEN3_DIR, texts, decoder_reference(QWEN3_DIR, texts))
+
+    def test_bidirectional_qwen3_equals_transformers(self):
+        texts = decoder_texts(self.texts)
+        self.check_vectors("qwen3-bidirectional", QWEN3_BIDIRECTIONAL_DIR, texts,
+                           bidirectional_reference(QWEN3_BIDIRECTIONAL_DIR, texts))
+
+    def test_qwen2_equals_sentence_transformers(self):
+        import torch
+        texts = decoder_texts(self.texts)
+        self.check_vectors("qwen2", QWEN2_DIR, texts,
+                           decoder_reference(QWEN2_DIR, texts, dtype=torch.float32))
+
+    def test_mistral_equals_sentence_transformers(self):
+        texts = decoder_texts(self.texts)
+        self.check_vectors("mistral", MISTRAL_DIR, texts, decoder_reference(MISTRAL_DIR, texts))
+
+    def test_decoder_texts_hold_what_they_must(self):
+        # One-token texts (the end-of-text token after them) and texts past 2,048 tokens.
+        from transformers import AutoTokenizer
+        lengths = [len(ids) for ids in
+                   AutoTokenizer.from_pretrained(QWEN3_DIR)(decoder_texts(self.texts))["input_ids"]]
+        self.assertEqual(min(lengths), 2)
+        self.assertGreaterEqual(sum(n > 2048 for n in lengths), 2)
 
     def check_rerank(self, model, folder):
         query = "Wo schläft der <pad> Fuchs?"

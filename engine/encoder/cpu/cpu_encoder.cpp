@@ -18,9 +18,11 @@ namespace ember::engine {
 // B x nh x L x L scores in memory). Only a sequence's own keys and queries are used, which is
 // what an additive -inf key mask over padding yields (exp underflows to exactly 0).
 void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<const int64_t> lens,
-                  int64_t nh, int64_t hd, float* ctx, RelativeBias bias, int64_t window) {
+                  AttentionHeads shape, float* ctx, RelativeBias bias, AttentionMask mask) {
   const auto b = static_cast<int64_t>(lens.size());
-  const int64_t h = nh * hd, ld_qkv = 3 * h;
+  const int64_t nh = shape.heads, hd = shape.head_dim, h = shape.q_width();
+  const int64_t ld_qkv = shape.row_width(), per_kv = nh / shape.kv_heads;
+  const int64_t window = mask.window;
   // Score floats per item: 256 KiB, a quarter of this CPU's 1 MiB per-core L2.
   constexpr int64_t kScoreBudget = 64 * 1024;
   const int64_t longest = *std::max_element(lens.begin(), lens.end());
@@ -35,8 +37,9 @@ void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<c
       const float* base = qkv + starts[static_cast<size_t>(bi)] * ld_qkv;
       for (int64_t i = 0; i < heads; ++i) {
         const float* q = base + (h0 + i) * hd;
+        const float* k = base + h + (h0 + i) / per_kv * hd;
         // Column-major S^T [keys x queries] = K * Q^T, i.e. row-major S [queries x keys].
-        Sgemm(true, false, n, n, hd, q + h, ld_qkv, q, ld_qkv, s + i * n * n, n);
+        Sgemm(true, false, n, n, hd, k, ld_qkv, q, ld_qkv, s + i * n * n, n);
         if (bias.table != nullptr) {
           // Query row r adds the table's distances -r .. n - 1 - r, contiguous.
           const float* head = bias.table + (h0 + i) * (2 * bias.span - 1) + bias.span - 1;
@@ -46,21 +49,22 @@ void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<c
             for (int64_t c = 0; c < n; ++c) row[c] += add[c];
           }
         }
-        if (window > 0 && window < n - 1) {
-          // Keys further than `window` from the query weigh exactly 0 after the softmax.
-          // (The scores outside the band are computed and dropped: a banded GEMM would save
-          // them on sequences much longer than the window.)
+        if ((window > 0 && window < n - 1) || mask.causal) {
+          // Keys further than `window` from the query, or after it, weigh exactly 0 after the
+          // softmax. (Their scores are computed and dropped: a banded or triangular GEMM would
+          // save them on long sequences.)
           constexpr float kMasked = -std::numeric_limits<float>::infinity();
+          const int64_t before = window > 0 ? window : n, after = mask.causal ? 0 : before;
           for (int64_t r = 0; r < n; ++r) {
             float* row = s + i * n * n + r * n;
-            std::fill(row, row + std::max<int64_t>(0, r - window), kMasked);
-            std::fill(row + std::min(n, r + window + 1), row + n, kMasked);
+            std::fill(row, row + std::max<int64_t>(0, r - before), kMasked);
+            std::fill(row + std::min(n, r + after + 1), row + n, kMasked);
           }
         }
       }
       at::_softmax_out(scores, scores, -1, false);  // row-wise, safe in place
       for (int64_t i = 0; i < heads; ++i) {
-        const float* v = base + 2 * h + (h0 + i) * hd;
+        const float* v = base + h + shape.kv_width() + (h0 + i) / per_kv * hd;
         // Column-major C^T [hd x queries] = V^T * P^T, i.e. row-major context rows.
         Sgemm(false, false, hd, n, n, v, ld_qkv, s + i * n * n, n,
               ctx + starts[static_cast<size_t>(bi)] * h + (h0 + i) * hd, h);
@@ -82,7 +86,8 @@ void ForRows(int64_t rows, int64_t cols, F&& f) {
 // they lie in it; their pooled (and normalised) rows go to out [count x H].
 void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t first, size_t count,
                  Pooling pooling, bool normalize, float* out) {
-  const int64_t h = w.hidden, ffn = w.intermediate, hd = h / w.heads;
+  const int64_t h = w.hidden, ffn = w.intermediate, hd = w.heads.head_dim;
+  const int64_t qw = w.heads.q_width(), ld = w.heads.row_width();
   const int32_t base = batch.offsets()[first];
   std::vector<int64_t> starts(count), lens(count);
   for (size_t i = 0; i < count; ++i) {
@@ -93,14 +98,16 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
   // x: the hidden states; qkv: the fused QKV output, then (its first rows * h floats) the
   // output of the attention-output and FFN-output GEMMs; ctx: attention context; inner: the
   // FFN's intermediate activations (gated: its 2I, then the I after the gate); normed: a
-  // pre-norm layer's LayerNorm of x.
+  // pre-norm layer's norm of x.
   const int64_t inner_cols = w.gated_ffn ? 3 * ffn : ffn;
   const int64_t normed_cols = w.pre_norm ? h : 0;
-  const at::Tensor buffer = at::empty({rows * (5 * h + inner_cols + normed_cols)}, at::kFloat);
+  const int64_t qkv_cols = std::max(ld, h);
+  const at::Tensor buffer =
+      at::empty({rows * (h + qkv_cols + qw + inner_cols + normed_cols)}, at::kFloat);
   float* const x = buffer.data_ptr<float>();
   float* const qkv = x + rows * h;
-  float* const ctx = qkv + rows * 3 * h;
-  float* const inner = ctx + rows * h;
+  float* const ctx = qkv + rows * qkv_cols;
+  float* const inner = ctx + rows * qw;
   float* const gated = inner + rows * 2 * ffn;  // gated_ffn only
   float* const normed = inner + rows * inner_cols;
   float* const tmp = qkv;
@@ -113,6 +120,7 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
         std::copy_n(w.word_emb + static_cast<int64_t>(seq[t]) * h, h,
                     row + static_cast<int64_t>(t) * h);
       }
+      if (w.emb_ln_w == nullptr) continue;  // a decoder's: the token embeddings as they are
       // + position (rows 0..len-1 of the table, contiguous) + token type (0; a pair's
       // second segment 1), then LayerNorm.
       const auto len = lens[static_cast<size_t>(i)];
@@ -137,11 +145,20 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
     }
   });
 
-  // normed = LayerNorm(x) (pre-norm).
+  // y = norm(y) in place, rows [r0, r1) (pre-norm: LayerNorm or RMSNorm).
+  const auto norm_rows = [&](float* y, int64_t r0, int64_t r1, const float* gamma,
+                             const float* beta) {
+    if (w.rms_norm) {
+      RmsNorm(y + r0 * h, gamma, r1 - r0, h, w.eps);
+    } else {
+      AddLayerNorm(y + r0 * h, nullptr, nullptr, gamma, beta, r1 - r0, h, w.eps);
+    }
+  };
+  // normed = norm(x) (pre-norm).
   const auto norm_into = [&](const float* gamma, const float* beta) {
     ForRows(rows, h, [&](int64_t r0, int64_t r1) {
       std::copy(x + r0 * h, x + r1 * h, normed + r0 * h);
-      AddLayerNorm(normed + r0 * h, nullptr, nullptr, gamma, beta, r1 - r0, h, w.eps);
+      norm_rows(normed, r0, r1, gamma, beta);
     });
   };
   // x += tmp (pre-norm's residual).
@@ -156,16 +173,27 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
       attn_in = normed;
     }
     l.qkv.Apply(attn_in, rows, qkv);
-    if (l.rope_cos != nullptr) {
-      // Queries and keys: the first 2 * heads heads of each row, at positions 0.. per sequence.
-      at::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          RotateHalf(qkv + starts[static_cast<size_t>(i)] * 3 * h, 3 * h,
-                     lens[static_cast<size_t>(i)], 2 * w.heads, hd, l.rope_cos, l.rope_sin);
+    if (l.q_norm != nullptr) {
+      // Each query head, then each key head, normed over its head_dim floats.
+      ForRows(rows, ld, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          RmsNorm(qkv + r * ld, l.q_norm, w.heads.heads, hd, w.eps);
+          RmsNorm(qkv + r * ld + qw, l.k_norm, w.heads.kv_heads, hd, w.eps);
         }
       });
     }
-    CpuAttention(qkv, starts, lens, w.heads, hd, ctx, w.relative_bias, l.window);
+    if (l.rope_cos != nullptr) {
+      // Queries and keys: the first heads + kv_heads heads of each row, at positions 0.. per
+      // sequence.
+      at::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          RotateHalf(qkv + starts[static_cast<size_t>(i)] * ld, ld, lens[static_cast<size_t>(i)],
+                     w.heads.heads + w.heads.kv_heads, hd, l.rope_cos, l.rope_sin);
+        }
+      });
+    }
+    CpuAttention(qkv, starts, lens, w.heads, ctx, w.relative_bias,
+                 {.window = l.window, .causal = w.causal});
     l.attn_out.Apply(ctx, rows, tmp);
     const float* ffn_in = x;
     if (w.pre_norm) {
@@ -193,9 +221,8 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
     }
   }
   if (w.final_ln_w != nullptr) {
-    ForRows(rows, h, [&](int64_t r0, int64_t r1) {
-      AddLayerNorm(x + r0 * h, nullptr, nullptr, w.final_ln_w, w.final_ln_b, r1 - r0, h, w.eps);
-    });
+    ForRows(rows, h,
+            [&](int64_t r0, int64_t r1) { norm_rows(x, r0, r1, w.final_ln_w, w.final_ln_b); });
   }
 
   PoolRows(x, h, starts, lens, pooling, normalize, out);

@@ -34,10 +34,28 @@ struct RelativeBias {
   int64_t span = 0;  // sequences are at most this long
 };
 
+// The heads of an attention: `heads` query heads of head_dim floats, and kv_heads key and value
+// heads (grouped-query attention: query head i reads key and value head i / (heads / kv_heads);
+// kv_heads divides heads).
+struct AttentionHeads {
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t q_width() const { return heads * head_dim; }
+  int64_t kv_width() const { return kv_heads * head_dim; }
+  int64_t row_width() const { return q_width() + 2 * kv_width(); }  // a row of qkv
+};
+
+// Which keys a query sees besides its own sequence's: window > 0, only those at most `window`
+// positions away (sliding-window attention); causal, only those at or before it.
+struct AttentionMask {
+  int64_t window = 0;
+  bool causal = false;
+};
+
 // The dense layers are owned; the other pointers borrow float32 row-major contiguous tensors
 // that the caller keeps alive.
 struct CpuEncoderWeights {
-  int64_t hidden = 0, heads = 0, intermediate = 0;
+  int64_t hidden = 0, intermediate = 0;
+  AttentionHeads heads;
   float eps = 1e-12f;
   const float* word_emb = nullptr;  // [vocab, H]
   // [max_tokens, H]: row t is the position of a sequence's token t (EncoderConfig's
@@ -47,12 +65,17 @@ struct CpuEncoderWeights {
   int64_t pad_id = -1;
   const float* type_emb0 = nullptr;  // [H]: token type 0 (single texts, a pair's first); or null
   const float* type_emb1 = nullptr;  // [H]: token type 1 (a pair's second); null: none
-  const float* emb_ln_w = nullptr;   // [H]
-  const float* emb_ln_b = nullptr;   // [H]
+  // [H]. Null: no norm after the embeddings, and then no position table and no token types
+  // either (a decoder): the token embeddings as they are.
+  const float* emb_ln_w = nullptr;
+  const float* emb_ln_b = nullptr;  // [H]
   RelativeBias relative_bias;
   // EncoderConfig::pre_norm: ln1 before the attention (null in a layer without it), ln2 before
   // the feed-forward, and final_ln after the last layer; else BERT's post-norm.
   bool pre_norm = false;
+  // Pre-norm only: every norm an RMSNorm (its weight only) instead of a LayerNorm.
+  bool rms_norm = false;
+  bool causal = false;                // attention to the tokens at or before each query only
   const float* final_ln_w = nullptr;  // [H]
   const float* final_ln_b = nullptr;  // [H]
   // EncoderConfig::gated_ffn: `inter` gives 2I without activation and GatedActivation applies
@@ -60,8 +83,14 @@ struct CpuEncoderWeights {
   bool gated_ffn = false;
   Activation act = Activation::kGeluErf;
   struct Layer {
-    PackedDense qkv;               // H -> 3H: query, key, value; query pre-scaled by 1/sqrt(hd)
-    PackedDense attn_out;          // H -> H
+    // H -> heads.row_width(): queries, keys, values; queries pre-scaled by 1/sqrt(hd) (with
+    // q_norm: that norm's weights instead).
+    PackedDense qkv;
+    // Qwen3: RMSNorm weights [head_dim] of each query head and each key head, before RoPE.
+    // Null: none.
+    const float* q_norm = nullptr;
+    const float* k_norm = nullptr;
+    PackedDense attn_out;          // heads.q_width() -> H
     const float* ln1_w = nullptr;  // [H]
     const float* ln1_b = nullptr;  // [H]
     PackedDense inter;             // H -> I, with the activation (gated: H -> 2I, without)
@@ -84,13 +113,13 @@ struct CpuEncoderWeights {
 void CpuEncode(const CpuEncoderWeights& w, const TokenBatch& batch, Pooling pooling, bool normalize,
                float* out);
 
-// Self-attention of float32 rows. qkv: [rows, 3H] (Q already scaled by 1/sqrt(hd)); sequence
-// i occupies rows [starts[i], starts[i] + lens[i]). Writes those rows of ctx [rows, H]; other
-// rows are left as they are. `bias` is added to the scores before the softmax; window > 0: a
-// query attends only to keys at most `window` positions away (sliding-window attention).
-// Splits (sequence, group of heads) items over at::parallel_for.
+// Self-attention of float32 rows. qkv: [rows, heads.row_width()], each row its queries, keys
+// and values (Q already scaled by 1/sqrt(hd)); sequence i occupies rows [starts[i], starts[i] +
+// lens[i]). Writes those rows of ctx [rows, heads.q_width()]; other rows are left as they are.
+// `bias` is added to the scores before the softmax. Splits (sequence, group of heads) items
+// over at::parallel_for.
 void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<const int64_t> lens,
-                  int64_t heads, int64_t head_dim, float* ctx, RelativeBias bias = {},
-                  int64_t window = 0);
+                  AttentionHeads heads, float* ctx, RelativeBias bias = {},
+                  AttentionMask mask = {});
 
 }  // namespace ember::engine

@@ -35,6 +35,7 @@ inline float GeluTanh(float v) {
   constexpr float kSqrt2OverPi = 0.79788456080286536f;
   return 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
 }
+inline float Silu(float v) { return v / (1.0f + std::exp(-v)); }
 
 EMBER_VECTOR_CLONES
 void BiasGeluErf(float* y, int64_t rows, int64_t n, const float* bias) {
@@ -82,6 +83,25 @@ void GatedRelu(const float* y, int64_t rows, int64_t n, float* out) {
   }
 }
 
+EMBER_VECTOR_CLONES
+void BiasSilu(float* y, int64_t rows, int64_t n, const float* bias) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = y + r * n;
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) row[c] = Silu(row[c] + bias[c]);
+  }
+}
+
+EMBER_VECTOR_CLONES
+void GatedSilu(const float* y, int64_t rows, int64_t n, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = y + r * 2 * n;
+    float* row = out + r * n;
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) row[c] = Silu(in[c]) * in[n + c];
+  }
+}
+
 void GatedGeluTanh(const float* y, int64_t rows, int64_t n, float* out) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = y + r * 2 * n;
@@ -111,6 +131,8 @@ void BiasActivation(float* y, int64_t rows, int64_t n, const float* bias, Activa
       return BiasGeluTanh(y, rows, n, bias);
     case Activation::kRelu:
       return BiasRelu(y, rows, n, bias);
+    case Activation::kSilu:
+      return BiasSilu(y, rows, n, bias);
   }
 }
 
@@ -122,6 +144,8 @@ void GatedActivation(const float* y, int64_t rows, int64_t n, Activation act, fl
       return GatedGeluTanh(y, rows, n, out);
     case Activation::kRelu:
       return GatedRelu(y, rows, n, out);
+    case Activation::kSilu:
+      return GatedSilu(y, rows, n, out);
   }
 }
 
@@ -190,6 +214,21 @@ void AddLayerNorm(float* x, const float* y, const float* bias, const float* gamm
     for (int64_t c = 0; c < n; ++c) {
       row[c] = static_cast<float>(row[c] - mean) * inv * gamma[c] + beta[c];
     }
+  }
+}
+
+EMBER_VECTOR_CLONES
+void RmsNorm(float* x, const float* gamma, int64_t rows, int64_t n, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * n;
+    // Mean square in double, as AddLayerNorm's statistics; the scale rounded to float32 once,
+    // as HF's float32 rsqrt.
+    double sq = 0.0;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t c = 0; c < n; ++c) sq += static_cast<double>(row[c]) * row[c];
+    const auto inv = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(n) + eps));
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) row[c] = gamma[c] * (row[c] * inv);
   }
 }
 

@@ -17,6 +17,7 @@ enum class Activation {
   kGeluErf,   // "gelu": x * (1 + erf(x / sqrt 2)) / 2
   kGeluTanh,  // "gelu_new" / "gelu_pytorch_tanh" / "gelu_fast": the tanh approximation
   kRelu,
+  kSilu,  // "silu" / "swish": x * sigmoid(x) (the decoders' SwiGLU gate)
 };
 
 // erf(x) in float32: Eigen's rational approximation on [-4, 4] (clamped outside, where erf
@@ -31,7 +32,7 @@ void AddBias(float* y, int64_t rows, int64_t n, const float* bias);
 void BiasActivation(float* y, int64_t rows, int64_t n, const float* bias, Activation act);
 
 // Row-major y [rows x 2n], out [rows x n]: out[r][c] = act(y[r][c]) * y[r][n + c] (a gated
-// feed-forward's GLU: GeGLU with GELU, ReGLU with ReLU).
+// feed-forward's GLU: GeGLU with GELU, ReGLU with ReLU, SwiGLU with SiLU).
 void GatedActivation(const float* y, int64_t rows, int64_t n, Activation act, float* out);
 
 // x[i] += y[i] for n floats (a pre-norm layer's residual).
@@ -49,6 +50,10 @@ void RotateHalf(float* x, int64_t ld, int64_t rows, int64_t heads, int64_t head_
 // y may be null (no residual); bias may be null.
 void AddLayerNorm(float* x, const float* y, const float* bias, const float* gamma,
                   const float* beta, int64_t rows, int64_t n, float eps);
+
+// Row-major x [rows x n]: x[r] = gamma * x[r] / sqrt(mean(x[r]^2) + eps), in place (RMSNorm as
+// the decoders' (Qwen3RMSNorm, MistralRMSNorm): no mean subtracted, no bias).
+void RmsNorm(float* x, const float* gamma, int64_t rows, int64_t n, float eps);
 
 // n floats to bfloat16 (the upper 16 bits, rounded to nearest even; inputs are finite).
 void ToBf16(const float* x, int64_t n, uint16_t* y);

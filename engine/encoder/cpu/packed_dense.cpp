@@ -34,6 +34,8 @@ dnnl::algorithm Algorithm(Activation act) {
       return dnnl::algorithm::eltwise_gelu_tanh;
     case Activation::kRelu:
       return dnnl::algorithm::eltwise_relu;
+    case Activation::kSilu:
+      return dnnl::algorithm::eltwise_swish;  // x * sigmoid(alpha x): alpha 1 below
     case Activation::kGeluErf:
       break;
   }
@@ -120,7 +122,8 @@ PackedDense::PackedDense(const float* wt, const float* bias, int64_t in, int64_t
     m.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (act) {
       dnnl::post_ops ops;
-      ops.append_eltwise(1.0f, Algorithm(*act), 0.0f, 0.0f);
+      const float alpha = *act == Activation::kSilu ? 1.0f : 0.0f;
+      ops.append_eltwise(1.0f, Algorithm(*act), alpha, 0.0f);
       m.attr.set_post_ops(ops);
     }
     m.bias_md = dnnl::memory::desc({1, out}, dt::f32, tag::ab);

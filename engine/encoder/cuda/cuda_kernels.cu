@@ -197,6 +197,8 @@ __device__ __forceinline__ float Activate(float v, Activation act) {
       return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
     case Activation::kRelu:
       return v > 0.0f ? v : 0.0f;
+    case Activation::kSilu:
+      return v / (1.0f + __expf(-v));
     case Activation::kGeluErf:
       break;
   }
