@@ -23,6 +23,7 @@
 #include "engine/encoder/cpu/cpu_encoder.h"
 #include "engine/encoder/encoder_config.h"
 #include "engine/encoder/encoder_families.h"
+#include "engine/encoder/memory_fit.h"
 #include "engine/encoder/positions.h"
 #include "engine/encoder/relative_attention_bias.h"
 #include "engine/encoder/rotary_embedding.h"
@@ -91,6 +92,34 @@ struct Layer {
   at::Tensor ln1_w, ln1_b, ln2_w, ln2_b;  // pre-norm: ln1 undefined in a layer without it
   at::Tensor q_norm_w, k_norm_w;  // Qwen3's per-head RMSNorms, float32 [head_dim]; or undefined
 };
+
+// Refuses, before any weight is read, a model whose weights in the compute precision would not
+// fit what the device has free (memory_fit.h), naming both figures and, for fp32, what bf16
+// would take.
+void RequireMemory(const fs::path& dir, const EncoderConfig& c, const at::Device& device,
+                   Precision precision) {
+  const bool cuda = device.is_cuda();
+  const auto bytes = [&](Precision p) {
+    const int dense = p == Precision::kFp32 ? 4 : p == Precision::kInt8 ? 1 : 2;
+    // On CPU only the dense layers take the reduced precision (EncoderOptions::precision).
+    return ResidentBytes(CountParameters(c), dense, cuda && p != Precision::kFp32 ? 2 : 4);
+  };
+  std::optional<uint64_t> available;
+#ifdef EMBER_HAVE_CUDA_ENCODER
+  if (cuda) available = FreeDeviceMemory(device.has_index() ? device.index() : 0);
+#endif
+  if (!cuda) available = AvailableHostMemory();
+  const uint64_t need = bytes(precision);
+  if (!available || need <= *available) return;
+  std::string hint;
+  if (precision == Precision::kFp32 && bytes(Precision::kBf16) <= *available) {
+    hint = "; precision = \"bf16\" would take about " + GiB(bytes(Precision::kBf16));
+  }
+  Fail(dir.string() + ": this " + c.family + " model (" +
+       std::to_string(CountParameters(c).total / 1'000'000) + "M parameters) needs about " +
+       GiB(need) + " in " + PrecisionName(precision) + " on " + device.str() + ", which has " +
+       GiB(*available) + " free" + hint);
+}
 
 }  // namespace
 
@@ -381,6 +410,8 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
   }
   impl->threads = options.threads;
   impl->max_length = std::min(c.max_tokens(), st.max_seq_length.value_or(c.max_tokens()));
+
+  RequireMemory(dir, c, impl->device, impl->precision);
 
   fs::path weights = mdir / "model.safetensors";
   if (!fs::exists(weights) && !fs::exists(mdir / "model.safetensors.index.json")) {

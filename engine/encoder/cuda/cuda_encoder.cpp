@@ -2,6 +2,7 @@
 
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <cstring>
@@ -123,6 +124,13 @@ std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& bat
   done.synchronize();
   const float* p = result.data_ptr<float>();
   return std::vector<float>(p, p + seqs * h);
+}
+
+uint64_t FreeDeviceMemory(int device) {
+  const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  size_t free = 0, total = 0;
+  C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
 }
 
 }  // namespace ember::engine

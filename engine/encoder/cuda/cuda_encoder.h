@@ -57,6 +57,10 @@ struct CudaEncoderWeights {
 std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& batch, Pooling pooling,
                               bool normalize);
 
+// Bytes free on CUDA device `device` (cudaMemGetInfo; what LibTorch's caching allocator holds
+// counts as taken). Throws c10::Error on a CUDA failure.
+uint64_t FreeDeviceMemory(int device);
+
 }  // namespace ember::engine
 
 #endif  // EMBER_ENGINE_ENCODER_CUDA_CUDA_ENCODER_H_
