@@ -18,7 +18,9 @@ A decoder (--family qwen3, qwen2 or mistral; Qwen3Model, ...) takes a DECODER_SH
 pooling by default (as Qwen3-Embedding, gte-Qwen2 and e5-mistral), --bidirectional for a config
 with is_causal false, --sliding-window for Mistral's (4096 by default, as e5-mistral's) and
 --dtype bfloat16 to be saved as the real ones are (--shard-size: in shards, with
-model.safetensors.index.json).
+model.safetensors.index.json). --streamed writes a decoder too large to build in memory here
+(Qwen3-Embedding-4B's shapes: 8 GB in bf16) tensor by tensor: seeded normal weights of std 0.02,
+norms near 1, shard after shard; for load tests (bench/load_check.cpp), not parity.
 """
 
 import argparse
@@ -115,6 +117,81 @@ def special_token_ids(path, names):
     return {key: ids[token] for key, token in names.items()}
 
 
+def write_streamed(args, config, tokenizer_json, specials, max_pos):
+    """The model's tensors, named and shaped as transformers' (one layer built on the meta
+    device, repeated), drawn one at a time and written shard by shard: memory holds one shard."""
+    import copy
+    import transformers
+    from safetensors.torch import save_file
+    from make_bert_model import folder_in_place as in_place
+    _, model_name, _, _ = DECODERS[args.family]
+    one = copy.deepcopy(config)
+    one.num_hidden_layers = 1
+    one.layer_types = one.layer_types[:1] if getattr(one, "layer_types", None) else None
+    with torch.device("meta"):
+        shapes = dict((n, tuple(p.shape)) for n, p in
+                      getattr(transformers, model_name)(one).named_parameters())
+    names = []
+    for name, shape in shapes.items():
+        if name.startswith("layers.0."):
+            names += [("layers.%d." % i + name[len("layers.0."):], shape)
+                      for i in range(config.num_hidden_layers)]
+        else:
+            names.append((name, shape))
+    dtype = getattr(torch, args.dtype)
+    limit = _size_bytes(args.shard_size or "2GB")
+    gen = torch.Generator().manual_seed(args.seed)
+    out_dir = os.path.abspath(args.out_dir)
+    with in_place(out_dir) as tmp:
+        shards, shard, size, weight_map, total = [], {}, 0, {}, 0
+        def flush():
+            nonlocal shard, size
+            if shard:
+                shards.append(shard)
+                save_file(shard, os.path.join(tmp, "shard-%05d.safetensors" % len(shards)),
+                          metadata={"format": "pt"})
+                shard, size = {}, 0
+        for name, shape in names:
+            t = torch.randn(shape, generator=gen) * 0.02
+            if name.endswith("norm.weight"):
+                t = 1.0 + t
+            t = t.to(dtype)
+            if size and size + t.numel() * t.element_size() > limit:
+                flush()
+            shard[name] = t
+            size += t.numel() * t.element_size()
+            total += t.numel() * t.element_size()
+            weight_map[name] = len(shards) + 1
+        flush()
+        n = len(shards)
+        final = {}
+        for i in range(1, n + 1):
+            final[i] = "model-%05d-of-%05d.safetensors" % (i, n)
+            os.rename(os.path.join(tmp, "shard-%05d.safetensors" % i), os.path.join(tmp, final[i]))
+        write_json(os.path.join(tmp, "model.safetensors.index.json"), {
+            "metadata": {"total_size": total},
+            "weight_map": {k: final[v] for k, v in weight_map.items()}})
+        config.save_pretrained(tmp)
+        shutil.copyfile(tokenizer_json, os.path.join(tmp, "tokenizer.json"))
+        write_json(os.path.join(tmp, "tokenizer_config.json"), {
+            "tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": max_pos,
+            **specials})
+        write_sentence_transformers_files(tmp, config.hidden_size, args.pooling or "lasttoken",
+                                          args.max_seq_length)
+    params = sum(torch.Size(s).numel() for _, s in names)
+    print(f"wrote {out_dir}: {model_name} ({args.dtype}, streamed), {params} parameters in {n} "
+          f"shards, seed {args.seed}")
+    return 0
+
+
+def _size_bytes(text):
+    units = {"KB": 10**3, "MB": 10**6, "GB": 10**9}
+    for unit, factor in units.items():
+        if text.upper().endswith(unit):
+            return int(float(text[:-len(unit)]) * factor)
+    return int(text)
+
+
 def make_decoder(args):
     """A decoder family's folder (DECODERS): its base model (Qwen3Model, ...) from the config,
     seeded, every norm weight and bias moved off its initial value."""
@@ -134,6 +211,8 @@ def make_decoder(args):
         num_key_value_heads=kv_heads, head_dim=head_dim, intermediate_size=inter,
         max_position_embeddings=max_pos, hidden_act="silu",
         rope_parameters={"rope_type": "default", "rope_theta": theta}, **extra)
+    if args.streamed:
+        return write_streamed(args, config, tokenizer_json, specials, max_pos)
     torch.manual_seed(args.seed)
     model = getattr(transformers, model_name)(config).eval()
     gen = torch.Generator().manual_seed(args.seed + 1)
@@ -175,7 +254,10 @@ def main(argv=None):
                     help="Mistral's sliding_window")
     ap.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
     ap.add_argument("--shard-size", dest="shard_size",
-                    help="save_pretrained's max_shard_size, e.g. 2GB (default: one file)")
+                    help="save_pretrained's max_shard_size, e.g. 2GB (default: one file; "
+                         "--streamed: 2GB)")
+    ap.add_argument("--streamed", action="store_true",
+                    help="a decoder too large to build in memory: tensor by tensor (load tests)")
     args = ap.parse_args(argv)
     if (args.family in DECODERS) != (args.shape in DECODER_SHAPES):
         ap.error("--shape %s is not a %s shape" % (args.shape, args.family))

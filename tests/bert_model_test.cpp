@@ -748,9 +748,9 @@ TEST_F(BrokenFolderTest, ConfigShapeMismatch) {
 
 TEST_F(BrokenFolderTest, UnsupportedActivation) {
   json c = ReadJsonFile(dir_ / "config.json");
-  c["hidden_act"] = "swish";
+  c["hidden_act"] = "mish";
   WriteFile(dir_ / "config.json", c.dump());
-  ExpectLoadError({"config.json", "swish"});
+  ExpectLoadError({"config.json", "mish"});
 }
 
 TEST_F(BrokenFolderTest, UnsupportedModelType) {

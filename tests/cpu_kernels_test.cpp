@@ -244,6 +244,18 @@ TEST(PackedDense, MatchesDoubleAcrossRowBlocks) {
   }
 }
 
+TEST(CpuKernels, FromBf16IsExact) {
+  std::vector<float> x = Random(1000, 41, 50.0f);
+  std::vector<uint16_t> half(x.size());
+  ToBf16(x.data(), static_cast<int64_t>(x.size()), half.data());
+  std::vector<float> back(x.size(), std::nanf(""));  // poisoned
+  FromBf16(half.data(), static_cast<int64_t>(half.size()), back.data());
+  const at::Tensor want = at::from_blob(x.data(), {1000}).to(at::kBFloat16).to(at::kFloat);
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(back[i], want[static_cast<int64_t>(i)].item<float>()) << i;
+  }
+}
+
 TEST(CpuKernels, ToBf16RoundsToNearestEven) {
   const std::vector<float> x{
       1.0f, 1.0f + 0x1p-8f, 1.0f + 0x1p-7f + 0x1p-8f, 1.0f + 0x1p-9f + 0x1p-8f, -2.5f, 0.0f};

@@ -188,4 +188,13 @@ const SafeTensorInfo& SafeTensorsFile::at(const std::string& name) const {
   return *info;
 }
 
+void SafeTensorsFile::Release(const SafeTensorInfo& info) const {
+  if (info.nbytes() == 0) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto first = reinterpret_cast<uintptr_t>(data(info)) & ~(page - 1);
+  const auto last = reinterpret_cast<uintptr_t>(data(info)) + info.nbytes();
+  // Advice only: a failure leaves the pages mapped, which costs memory, not correctness.
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 }  // namespace ember::engine

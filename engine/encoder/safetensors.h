@@ -55,6 +55,12 @@ class SafeTensorsFile {
   // Pointer to the first byte of the tensor's data (inside the mapping; may be
   // unaligned).
   const std::byte* data(const SafeTensorInfo& info) const { return data_ + info.begin; }
+  // Drops the mapping's pages of this tensor from the process (madvise MADV_DONTNEED; they stay
+  // in the page cache, and reading the tensor again faults them back in): a loader that has
+  // copied a tensor out calls it, so that a model's resident memory is its loaded form and not
+  // that plus every file page it read. Pages shared with a neighbour are dropped too (harmless:
+  // the mapping is read-only).
+  void Release(const SafeTensorInfo& info) const;
   const std::map<std::string, SafeTensorInfo>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 

@@ -186,15 +186,15 @@ class FamiliesTest(unittest.TestCase):
             vectors.extend(reply)
         return np.asarray(vectors, dtype=np.float64)
 
-    def check_vectors(self, model, folder, texts, want=None):
+    def check_vectors(self, model, folder, texts, want=None, peer="sentence-transformers"):
         if want is None:
             want = SentenceTransformer(folder, device="cpu").encode(texts, batch_size=CHUNK)
         got = self.embed(model, texts)
         self.assertEqual(got.shape, want.shape)
         err = np.abs(got - want).max(axis=1)
         worst = int(err.argmax())
-        print("\n%s: max |ember - sentence-transformers| %.2g over %d texts"
-              % (model, err[worst], len(texts)), file=sys.stderr)
+        print("\n%s: max |ember - %s| %.2g over %d texts"
+              % (model, peer, err[worst], len(texts)), file=sys.stderr)
         self.assertLess(err[worst], TOLERANCE,
                         "%s: text %d (%r...) differs by %g" % (model, worst, texts[worst][:80],
                                                                 err[worst]))
@@ -239,7 +239,7 @@ class FamiliesTest(unittest.TestCase):
     def test_bidirectional_qwen3_equals_transformers(self):
         texts = decoder_texts(self.texts)
         self.check_vectors("qwen3-bidirectional", QWEN3_BIDIRECTIONAL_DIR, texts,
-                           bidirectional_reference(QWEN3_BIDIRECTIONAL_DIR, texts))
+                           bidirectional_reference(QWEN3_BIDIRECTIONAL_DIR, texts), "transformers")
 
     def test_qwen2_equals_sentence_transformers(self):
         import torch

@@ -117,8 +117,12 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
       const auto seq = batch.sequence(first + static_cast<size_t>(i));
       float* row = x + starts[static_cast<size_t>(i)] * h;
       for (size_t t = 0; t < seq.size(); ++t) {
-        std::copy_n(w.word_emb + static_cast<int64_t>(seq[t]) * h, h,
-                    row + static_cast<int64_t>(t) * h);
+        const int64_t id = seq[t];
+        if (w.word_emb_bf16 != nullptr) {
+          FromBf16(w.word_emb_bf16 + id * h, h, row + static_cast<int64_t>(t) * h);
+        } else {
+          std::copy_n(w.word_emb + id * h, h, row + static_cast<int64_t>(t) * h);
+        }
       }
       if (w.emb_ln_w == nullptr) continue;  // a decoder's: the token embeddings as they are
       // + position (rows 0..len-1 of the table, contiguous) + token type (0; a pair's

@@ -58,6 +58,7 @@ struct CpuEncoderWeights {
   AttentionHeads heads;
   float eps = 1e-12f;
   const float* word_emb = nullptr;  // [vocab, H]
+  const uint16_t* word_emb_bf16 = nullptr;  // or the same in bfloat16 (a bf16 checkpoint's)
   // [max_tokens, H]: row t is the position of a sequence's token t (EncoderConfig's
   // position_offset applied); with a padding id, row -1 is a padding token's (positions.h).
   // Null: no position table (RoPE in the layers).

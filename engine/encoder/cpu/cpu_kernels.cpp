@@ -241,4 +241,10 @@ void ToBf16(const float* x, int64_t n, uint16_t* y) {
   }
 }
 
+EMBER_VECTOR_CLONES
+void FromBf16(const uint16_t* x, int64_t n, float* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = std::bit_cast<float>(static_cast<uint32_t>(x[i]) << 16);
+}
+
 }  // namespace ember::engine

@@ -57,5 +57,7 @@ void RmsNorm(float* x, const float* gamma, int64_t rows, int64_t n, float eps);
 
 // n floats to bfloat16 (the upper 16 bits, rounded to nearest even; inputs are finite).
 void ToBf16(const float* x, int64_t n, uint16_t* y);
+// n bfloat16 to floats (exact).
+void FromBf16(const uint16_t* x, int64_t n, float* y);
 
 }  // namespace ember::engine
