@@ -63,7 +63,18 @@ std::vector<std::string> ParseTeiInputs(const nlohmann::json& body) {
   } else {
     throw BadRequest("'inputs' must be a string or a non-empty array of strings");
   }
+  RequireNonEmptyTexts(texts, "inputs");
   return texts;
+}
+
+void RequireNonEmptyTexts(const std::vector<std::string>& texts, const char* key) {
+  // As TEI and OpenAI: an empty text has nothing to embed; refused, naming it.
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (!texts[i].empty()) continue;
+    throw BadRequest(texts.size() == 1 ? "'" + std::string(key) + "' must not be an empty string"
+                                       : "'" + std::string(key) + "'[" + std::to_string(i) +
+                                             "] is an empty string");
+  }
 }
 
 std::optional<bool> ParseFlag(const nlohmann::json& body, const char* name) {

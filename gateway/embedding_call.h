@@ -39,8 +39,13 @@ void ParseModelName(std::string_view spec, EmbeddingCall* call);
 void ParseModelOrDefault(const nlohmann::json& body, const std::string& default_model,
                          EmbeddingCall* call);
 
-// TEI's "inputs": a string, or a non-empty array of strings. Throws HttpError 400 otherwise.
+// TEI's "inputs": a string, or a non-empty array of strings, none empty. Throws HttpError 400
+// otherwise.
 std::vector<std::string> ParseTeiInputs(const nlohmann::json& body);
+
+// Throws BadRequest naming the first empty text (`key`, its index in an array of several), as
+// TEI and OpenAI refuse one.
+void RequireNonEmptyTexts(const std::vector<std::string>& texts, const char* key);
 
 // The body's boolean `name` (absent or null: nullopt); throws HttpError 400 unless a boolean.
 std::optional<bool> ParseFlag(const nlohmann::json& body, const char* name);

@@ -198,6 +198,16 @@ void Gateway::Run(const std::atomic<bool>& stop) {
 
 void Gateway::Handle(HttpRequest request, HttpReply reply) {
   const std::string& path = request.path;
+  if (request.method == "POST" && !IsJsonMediaType(request.content_type)) {
+    // As TEI (axum's Json) and OpenAI: a body not declared JSON is refused, not guessed at.
+    metrics_.Record("other", 415, 0, 0);
+    return reply.Send(ErrorResponse(
+        HttpError(415, "invalid_request_error", "UNSUPPORTED_MEDIA_TYPE",
+                  "expected a request with Content-Type: application/json, got " +
+                      (request.content_type.empty() ? std::string("none")
+                                                    : "\"" + request.content_type + "\"")),
+        path == "/v1/embeddings" ? OpenAiErrorJson : TeiErrorJson));
+  }
   if (request.method == "POST") {
     if (path == "/v1/embeddings") return OpenAiEmbeddings(request, std::move(reply));
     if (path == "/embed") return TeiEmbed(request, std::move(reply));

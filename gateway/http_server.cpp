@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -12,6 +13,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <cctype>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -19,6 +21,18 @@
 #include "common/thread_name.h"
 
 namespace ember::gateway {
+
+bool IsJsonMediaType(std::string_view content_type) {
+  std::string type(content_type.substr(0, content_type.find(';')));
+  std::transform(type.begin(), type.end(), type.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto first = type.find_first_not_of(" \t");
+  const auto last = type.find_last_not_of(" \t");
+  if (first == std::string::npos) return false;
+  type = type.substr(first, last - first + 1);
+  return type == "application/json" || (type.rfind("application/", 0) == 0 && type.size() > 17 &&
+                                        type.compare(type.size() - 5, 5, "+json") == 0);
+}
 namespace {
 
 namespace asio = boost::asio;
@@ -125,6 +139,7 @@ class Session : public std::enable_shared_from_this<Session> {
     request.method = ToString(message.method_string());
     const beast::string_view target = message.target();
     request.path = ToString(target.substr(0, target.find('?')));
+    request.content_type = ToString(message[http::field::content_type]);
     request.body = std::move(message.body());
     ++shared_.in_flight;
     try {

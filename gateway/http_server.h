@@ -22,16 +22,22 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace ember::gateway {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ... as sent
-  std::string path;    // the target up to its query, e.g. "/v1/embeddings"
+  std::string method;        // "GET", "POST", ... as sent
+  std::string path;          // the target up to its query, e.g. "/v1/embeddings"
+  std::string content_type;  // the Content-Type header as sent; empty if none
   std::string body;
 };
+
+// Whether a Content-Type names JSON: application/json or application/<anything>+json, any case,
+// parameters (charset) ignored; as axum's Json extractor, which TEI answers 415 with otherwise.
+bool IsJsonMediaType(std::string_view content_type);
 
 struct HttpResponse {
   int status = 200;

@@ -37,6 +37,7 @@ OpenAiRequest ParseOpenAiRequest(std::string_view body) {
   } else {
     throw BadRequest("'input' must be a string or an array of strings");
   }
+  RequireNonEmptyTexts(out.call.texts, "input");
 
   const auto format = request.find("encoding_format");
   if (format != request.end() && !format->is_null()) {

@@ -85,8 +85,10 @@ struct HttpResult {
 };
 
 // One HTTP request with curl (bounded by --max-time). `body` empty: a GET.
+// POSTs `body` (if any) declared as `content_type` (empty: no Content-Type header at all).
 HttpResult Curl(const std::filesystem::path& scratch, const std::string& url,
-                const std::string& body = "") {
+                const std::string& body = "",
+                const std::string& content_type = "application/json") {
   static std::atomic<int> counter{0};
   const std::string tag = std::to_string(counter++);
   const auto in = scratch / ("request-" + tag);
@@ -94,7 +96,8 @@ HttpResult Curl(const std::filesystem::path& scratch, const std::string& url,
   std::string command = "curl -sS --max-time 30 -o '" + out.string() + "' -w '%{http_code}' ";
   if (!body.empty()) {
     std::ofstream(in, std::ios::binary) << body;
-    command += "-H 'Content-Type: application/json' --data-binary @'" + in.string() + "' ";
+    command += "-H 'Content-Type:" + (content_type.empty() ? "" : " " + content_type) +
+               "' --data-binary @'" + in.string() + "' ";
   }
   command += "'" + url + "'";
   HttpResult result;
@@ -207,6 +210,10 @@ class GatewayTest : public ::testing::Test {
   }
   static HttpResult PostRaw(const std::string& path, const std::string& body) {
     return Curl(gateway_->dir(), gateway_->url() + path, body);
+  }
+  static HttpResult PostAs(const std::string& path, const json& body,
+                           const std::string& content_type) {
+    return Curl(gateway_->dir(), gateway_->url() + path, body.dump(), content_type);
   }
   static HttpResult Get(const std::string& path) {
     return Curl(gateway_->dir(), gateway_->url() + path);
@@ -335,6 +342,35 @@ TEST_F(GatewayTest, UnknownModelIs404) {
   ExpectOpenAiError(Post("/v1/embeddings", {{"model", "no-such-model"}, {"input", "x"}}), 404,
                     "UNKNOWN_MODEL");
   ExpectOpenAiError(Get("/v2/nothing"), 404, "BAD_REQUEST");
+}
+
+TEST_F(GatewayTest, EmptyTextsAre400NamingThem) {
+  // As OpenAI and TEI: "" has nothing to embed or tokenize.
+  const HttpResult openai = Post("/v1/embeddings", {{"model", "tiny"}, {"input", {"a", ""}}});
+  ExpectOpenAiError(openai, 400, "BAD_REQUEST");
+  EXPECT_NE(openai.body.find("'input'[1] is an empty string"), std::string::npos) << openai.body;
+  ExpectOpenAiError(Post("/v1/embeddings", {{"model", "tiny"}, {"input", ""}}), 400, "BAD_REQUEST");
+  for (const char* path : {"/embed", "/tokenize"}) {
+    const HttpResult tei = Post(path, {{"inputs", ""}});
+    EXPECT_EQ(tei.status, 400) << path << ": " << tei.body;
+    EXPECT_NE(tei.body.find("'inputs' must not be an empty string"), std::string::npos) << tei.body;
+  }
+  // A text of spaces is not empty: it is the model's to tokenize.
+  EXPECT_EQ(Post("/embed", {{"inputs", {"x", " "}}}).status, 200);
+}
+
+TEST_F(GatewayTest, BodyNotDeclaredJsonIs415) {
+  const json body = {{"model", "tiny"}, {"input", "x"}, {"inputs", "x"}};
+  const HttpResult text = PostAs("/v1/embeddings", body, "text/plain");
+  ExpectOpenAiError(text, 415, "UNSUPPORTED_MEDIA_TYPE");
+  EXPECT_NE(text.body.find("text/plain"), std::string::npos) << text.body;
+  const HttpResult none = PostAs("/embed", body, "");
+  EXPECT_EQ(none.status, 415) << none.body;
+  EXPECT_TRUE(none.Json()["error"].is_string()) << none.body;  // TEI's error shape
+  EXPECT_EQ(PostAs("/embed", body, "application/x-www-form-urlencoded").status, 415);
+  // JSON by any spelling passes.
+  EXPECT_EQ(PostAs("/embed", body, "Application/JSON; charset=utf-8").status, 200);
+  EXPECT_EQ(PostAs("/embed", body, "application/vnd.api+json").status, 200);
 }
 
 TEST_F(GatewayTest, TeiEmbedEqualsTheCppClients) {
