@@ -1,9 +1,9 @@
 #include "gateway/tei_api.h"
 
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "engine/pooling.h"
 #include "gateway/json_floats.h"
 
 namespace ember::gateway {
@@ -32,13 +32,9 @@ std::string FormatTeiResponse(const TeiRequest& request, const Embeddings& embed
     if (i > 0) out += ',';
     std::span<const float> vector = embeddings[i];
     if (request.normalize) {
-      double norm = 0;
-      for (float x : vector) norm += double{x} * x;
-      norm = std::sqrt(norm);
+      // The one definition every backend follows (engine/pooling.h).
       normalized.assign(vector.begin(), vector.end());
-      if (norm > 0) {
-        for (float& x : normalized) x = static_cast<float>(x / norm);
-      }
+      engine::NormalizeRow(normalized);
       vector = normalized;
     }
     AppendFloatArray(vector, &out);
