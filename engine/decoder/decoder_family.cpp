@@ -7,6 +7,7 @@
 namespace ember::engine {
 namespace {
 
+using config_json::BoolOr;
 using config_json::Fail;
 using config_json::Json;
 
@@ -14,13 +15,6 @@ using config_json::Json;
 const Json* Find(const Json& j, const char* key) {
   const auto it = j.find(key);
   return it == j.end() || it->is_null() ? nullptr : &*it;
-}
-
-bool BoolOr(const Json& j, const char* key, const std::filesystem::path& file, bool fallback) {
-  const Json* v = Find(j, key);
-  if (v == nullptr) return fallback;
-  if (!v->is_boolean()) Fail(file.string() + ": \"" + key + "\" must be true or false");
-  return v->get<bool>();
 }
 
 // rope_theta: the hub config's key, or transformers 5's rope_parameters (default rope_type
@@ -81,19 +75,8 @@ EncoderSpec ParseDecoderFamily(const Json& j, const std::filesystem::path& file)
   // has them; else Mistral's every layer where sliding_window is set, Qwen's layers from
   // max_window_layers on where use_sliding_window is true (how transformers derives layer_types).
   std::vector<bool> sliding(static_cast<size_t>(c.layers), false);
-  if (const Json* types = Find(j, "layer_types")) {
-    if (!types->is_array() || static_cast<int64_t>(types->size()) != c.layers) {
-      Fail(file.string() + ": layer_types must list num_hidden_layers=" + std::to_string(c.layers) +
-           " layer types");
-    }
-    for (size_t i = 0; i < types->size(); ++i) {
-      const Json& t = (*types)[i];
-      if (t != "full_attention" && t != "sliding_attention") {
-        Fail(file.string() + ": layer_types[" + std::to_string(i) + "] " + t.dump() +
-             " is neither \"full_attention\" nor \"sliding_attention\"");
-      }
-      sliding[i] = t == "sliding_attention";
-    }
+  if (auto types = SlidingLayerTypes(j, file, c.layers)) {
+    sliding = std::move(*types);
   } else if (type == "mistral") {
     sliding.assign(sliding.size(), Find(j, "sliding_window") != nullptr);
   } else if (BoolOr(j, "use_sliding_window", file, false)) {

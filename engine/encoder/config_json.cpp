@@ -38,6 +38,33 @@ void ReadPositive(const Json& j, const char* key, const fs::path& file, double& 
   }
 }
 
+bool BoolOr(const Json& j, const char* key, const fs::path& file, bool fallback) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) Fail(file.string() + ": \"" + key + "\" must be true or false");
+  return it->get<bool>();
+}
+
+std::optional<std::vector<bool>> SlidingLayerTypes(const Json& j, const fs::path& file,
+                                                   int64_t layers) {
+  const auto types = j.find("layer_types");
+  if (types == j.end() || types->is_null()) return std::nullopt;
+  if (!types->is_array() || static_cast<int64_t>(types->size()) != layers) {
+    Fail(file.string() + ": layer_types must list num_hidden_layers=" + std::to_string(layers) +
+         " layer types");
+  }
+  std::vector<bool> sliding(types->size());
+  for (size_t i = 0; i < types->size(); ++i) {
+    const Json& t = (*types)[i];
+    if (t != "full_attention" && t != "sliding_attention") {
+      Fail(file.string() + ": layer_types[" + std::to_string(i) + "] " + t.dump() +
+           " is neither \"full_attention\" nor \"sliding_attention\"");
+    }
+    sliding[i] = t == "sliding_attention";
+  }
+  return sliding;
+}
+
 Activation ParseActivation(const Json& value, const fs::path& file) {
   const std::string act = value.is_string() ? value.get<std::string>() : value.dump();
   if (act == "gelu") return Activation::kGeluErf;

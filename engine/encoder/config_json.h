@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,13 @@ inline int64_t PositiveInt(const Json& j, const char* key, const std::filesystem
 }
 // A positive number (layer_norm_eps, ...) if the key is there.
 void ReadPositive(const Json& j, const char* key, const std::filesystem::path& file, double& out);
+// The boolean at `key`, `fallback` where it is absent or null (fails naming a non-boolean).
+bool BoolOr(const Json& j, const char* key, const std::filesystem::path& file, bool fallback);
+// transformers 5's layer_types: for each of `layers` layers whether it is "sliding_attention"
+// (else "full_attention"; anything else, or another count, fails naming it). nullopt where the
+// config has none.
+std::optional<std::vector<bool>> SlidingLayerTypes(const Json& j, const std::filesystem::path& file,
+                                                   int64_t layers);
 // hidden_act as ember's Activation; fails naming an unsupported one.
 Activation ParseActivation(const Json& value, const std::filesystem::path& file);
 // The shape every family has: hidden_size, num_hidden_layers, num_attention_heads,

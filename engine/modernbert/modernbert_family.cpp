@@ -8,13 +8,6 @@ namespace {
 using config_json::Fail;
 using config_json::Json;
 
-bool BoolOr(const Json& j, const char* key, const std::filesystem::path& file, bool fallback) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) Fail(file.string() + ": \"" + key + "\" must be true or false");
-  return it->get<bool>();
-}
-
 // The rope_theta of one layer type: transformers 5's rope_parameters[type] (default rope_type
 // only), else the hub config's key, else ModernBertConfig's default.
 double RopeTheta(const Json& j, const char* layer_type, const char* legacy_key, double fallback,
@@ -67,19 +60,8 @@ EncoderSpec ParseModernBertFamily(const Json& j, const std::filesystem::path& fi
   c.sliding_window =
       (j.contains("local_attention") ? PositiveInt(j, "local_attention", file) : 128) / 2;
   c.sliding_layer.assign(static_cast<size_t>(c.layers), false);
-  if (const auto types = j.find("layer_types"); types != j.end() && !types->is_null()) {
-    if (!types->is_array() || static_cast<int64_t>(types->size()) != c.layers) {
-      Fail(file.string() + ": layer_types must list num_hidden_layers=" + std::to_string(c.layers) +
-           " layer types");
-    }
-    for (size_t i = 0; i < types->size(); ++i) {
-      const Json& t = (*types)[i];
-      if (t != "full_attention" && t != "sliding_attention") {
-        Fail(file.string() + ": layer_types[" + std::to_string(i) + "] " + t.dump() +
-             " is neither \"full_attention\" nor \"sliding_attention\"");
-      }
-      c.sliding_layer[i] = t == "sliding_attention";
-    }
+  if (auto types = SlidingLayerTypes(j, file, c.layers)) {
+    c.sliding_layer = std::move(*types);
   } else {
     const int64_t every = j.contains("global_attn_every_n_layers")
                               ? PositiveInt(j, "global_attn_every_n_layers", file)
