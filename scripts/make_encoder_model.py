@@ -123,7 +123,6 @@ def write_streamed(args, config, tokenizer_json, specials, max_pos):
     import copy
     import transformers
     from safetensors.torch import save_file
-    from make_bert_model import folder_in_place as in_place
     _, model_name, _, _ = DECODERS[args.family]
     one = copy.deepcopy(config)
     one.num_hidden_layers = 1
@@ -142,7 +141,7 @@ def write_streamed(args, config, tokenizer_json, specials, max_pos):
     limit = _size_bytes(args.shard_size or "2GB")
     gen = torch.Generator().manual_seed(args.seed)
     out_dir = os.path.abspath(args.out_dir)
-    with in_place(out_dir) as tmp:
+    with folder_in_place(out_dir) as tmp:
         shards, shard, size, weight_map, total = [], {}, 0, {}, 0
         def flush():
             nonlocal shard, size

@@ -101,12 +101,13 @@ struct Layer {
 void RequireMemory(const fs::path& dir, const EncoderConfig& c, const at::Device& device,
                    Precision precision) {
   const bool cuda = device.is_cuda();
+  const ParameterCount n = CountParameters(c);
   const auto bytes = [&](Precision p) {
     const int dense = p == Precision::kFp32 ? 4 : p == Precision::kInt8 ? 1 : 2;
     // On CPU only the dense layers take the reduced precision (EncoderOptions::precision), and
     // a bf16 checkpoint's embeddings (Load), counted so.
     const bool half_rest = p == Precision::kBf16 || (cuda && p == Precision::kFp16);
-    return ResidentBytes(CountParameters(c), dense, half_rest ? 2 : 4);
+    return ResidentBytes(n, dense, half_rest ? 2 : 4);
   };
   std::optional<uint64_t> available;
 #ifdef EMBER_HAVE_CUDA_ENCODER
@@ -119,10 +120,9 @@ void RequireMemory(const fs::path& dir, const EncoderConfig& c, const at::Device
   if (precision == Precision::kFp32 && bytes(Precision::kBf16) <= *available) {
     hint = "; precision = \"bf16\" would take about " + GiB(bytes(Precision::kBf16));
   }
-  Fail(dir.string() + ": this " + c.family + " model (" +
-       std::to_string(CountParameters(c).total / 1'000'000) + "M parameters) needs about " +
-       GiB(need) + " in " + PrecisionName(precision) + " on " + device.str() + ", which has " +
-       GiB(*available) + " free" + hint);
+  Fail(dir.string() + ": this " + c.family + " model (" + std::to_string(n.total / 1'000'000) +
+       "M parameters) needs about " + GiB(need) + " in " + PrecisionName(precision) + " on " +
+       device.str() + ", which has " + GiB(*available) + " free" + hint);
 }
 
 }  // namespace
