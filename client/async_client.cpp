@@ -33,7 +33,8 @@ struct Request {
   AsyncClient::Callback done;
   // Owned by the I/O thread from here on.
   int attempt = 0;
-  bool sent = false;  // this attempt left for the router
+  bool sent = false;            // this attempt left for the router
+  Clock::time_point sent_at{};  // when it left, if sent
   std::multimap<Clock::time_point, std::uint64_t>::iterator deadline;
 };
 
@@ -59,11 +60,17 @@ struct AsyncClient::Impl {
   // Takes what callers queued (the caller side of the hand-off is Embed).
   void TakeQueued(Clock::time_point now);
   // Sends the unsent requests while the connection takes them.
-  void Flush();
+  void Flush(Clock::time_point now);
   void Receive(Clock::time_point now);
   // Moves to the next router and resends every unanswered request there; a request out of
   // attempts fails with (code, message) instead.
   void FailOver(ErrorCode code, const std::string& message, Clock::time_point now);
+  // Settles the requests whose deadline passed. A late request whose router answered anything
+  // since it left is the request's own trouble (a slow or lost worker), not the router's: it
+  // alone is resent there under a new id (the router dispatches it afresh), or fails TIMEOUT
+  // out of attempts, and every other request stays where it is. A router silent since then
+  // (hung; a dead one is noticed by heartbeats) or never reached is left by all of them.
+  void Expire(Clock::time_point now);
   void Connect(std::size_t router, Clock::time_point now);
   void Schedule(std::uint64_t id, Request& r, Clock::time_point now);
   // Settles the request with `outcome`: it leaves the books first (in_flight() never counts a
@@ -89,6 +96,7 @@ struct AsyncClient::Impl {
   std::unique_ptr<RouterConnection> conn;
   bool connected = false;
   Clock::time_point connect_deadline{};
+  Clock::time_point last_answer{};  // the last message from this connection's router
   std::unordered_map<std::uint64_t, Request> pending;
   std::multimap<Clock::time_point, std::uint64_t> deadlines;  // when each is given up on
   std::vector<std::uint64_t> unsent;                          // in the order to send
@@ -253,7 +261,7 @@ void AsyncClient::Impl::TakeQueued(Clock::time_point now) {
   }
 }
 
-void AsyncClient::Impl::Flush() {
+void AsyncClient::Impl::Flush(Clock::time_point now) {
   std::size_t sent = 0;
   for (; sent < unsent.size(); ++sent) {
     const auto it = pending.find(unsent[sent]);
@@ -261,6 +269,7 @@ void AsyncClient::Impl::Flush() {
     // No waiting: with no connection (ZMQ_IMMEDIATE) the send fails and the rest waits.
     if (!protocol::SendDealt(conn->socket(), Command::kRequest, it->first, it->second.body)) break;
     it->second.sent = true;
+    it->second.sent_at = now;
   }
   unsent.erase(unsent.begin(), unsent.begin() + static_cast<std::ptrdiff_t>(sent));
 }
@@ -285,12 +294,41 @@ void AsyncClient::Impl::FailOver(ErrorCode code, const std::string& message,
   }
 }
 
+void AsyncClient::Impl::Expire(Clock::time_point now) {
+  while (!deadlines.empty() && deadlines.begin()->first <= now) {
+    const std::uint64_t id = deadlines.begin()->second;
+    const auto it = pending.find(id);
+    Request& late = it->second;
+    const std::string within = " within " + std::to_string(late.timeout.count()) + " ms";
+    if (!late.sent) {  // never left: the router was not reachable in the request's time
+      FailOver(ErrorCode::kUnavailable, "could not reach router " + conn->endpoint() + within, now);
+      return;
+    }
+    const std::string message = "no reply from router " + conn->endpoint() + within;
+    if (last_answer < late.sent_at) {  // nothing heard since it left: the router is hung
+      FailOver(ErrorCode::kTimeout, message, now);
+      return;
+    }
+    if (late.attempt >= late.attempts) {
+      Finish(it, Error(ErrorCode::kTimeout, message));
+      continue;
+    }
+    // A new id: an answer to the old one, should it come, is a late answer and dropped.
+    Request moved = std::move(late);
+    deadlines.erase(moved.deadline);
+    pending.erase(it);
+    const std::uint64_t fresh = next_id++;
+    Schedule(fresh, pending.emplace(fresh, std::move(moved)).first->second, now);
+  }
+}
+
 void AsyncClient::Impl::Receive(Clock::time_point now) {
   std::string error;
   while (auto received = protocol::ReceiveDealt(conn->socket(), &error)) {
     if (!*received) continue;  // malformed: cannot tell whose; that request times out
     const protocol::Message& message = **received;
     const auto it = pending.find(message.request_id);
+    last_answer = now;                  // the router is alive, whatever the answer
     if (it == pending.end()) continue;  // a late answer to a request already settled
     routers.Answered(router);
     Request& r = it->second;
@@ -360,7 +398,7 @@ void AsyncClient::Impl::Run() {
       }
     }
     if (items[1].revents & ZMQ_POLLIN) Receive(now);
-    if (!unsent.empty()) Flush();
+    if (!unsent.empty()) Flush(now);
     if (!unsent.empty() && !connected && now >= connect_deadline) {
       FailOver(ErrorCode::kUnavailable,
                "could not reach router " + conn->endpoint() + " within " +
@@ -368,20 +406,7 @@ void AsyncClient::Impl::Run() {
                now);
       continue;
     }
-    if (!deadlines.empty() && deadlines.begin()->first <= now) {
-      const Request& late = pending.at(deadlines.begin()->second);
-      if (late.sent) {
-        FailOver(ErrorCode::kTimeout,
-                 "no reply from router " + conn->endpoint() + " within " +
-                     std::to_string(late.timeout.count()) + " ms",
-                 now);
-      } else {  // never left: the router was not reachable in the request's time
-        FailOver(ErrorCode::kUnavailable,
-                 "could not reach router " + conn->endpoint() + " within " +
-                     std::to_string(late.timeout.count()) + " ms",
-                 now);
-      }
-    }
+    Expire(now);
   }
   // Closed: whatever is left fails, queued or in flight.
   for (auto it = pending.begin(); it != pending.end(); it = pending.begin()) {

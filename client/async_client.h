@@ -15,12 +15,15 @@
 // sends, matches replies by request id and fulfils the futures.
 //
 // Failover as Client's (client/client.h, client/router_list.h): when the connection to the
-// router is lost, a request gets no answer within its timeout (+ 250 ms), the router answers
-// UNAVAILABLE, or the router cannot be reached within ClientOptions::connect_timeout, the
-// client moves to the next router and resends every request still unanswered there (embedding
-// is idempotent), each at most EmbedOptions::attempts times in all (0: once per router);
-// one out of attempts fails with that error. Unlike Client it does not fail back to its home
-// router once it moved: it stays with the router that answers.
+// router is lost (heartbeats), the router answers UNAVAILABLE, it answers nothing at all while
+// a request waits out its timeout (+ 250 ms), or it cannot be reached within
+// ClientOptions::connect_timeout, the client moves to the next router and resends every
+// request still unanswered there (embedding is idempotent), each at most EmbedOptions::attempts
+// times in all (0: once per router); one out of attempts fails with that error. A request late
+// while its router answers others is its own trouble (a slow or lost worker), not the
+// connection's: it alone is resent to that router, or fails TIMEOUT, and the others stay. Unlike
+// Client it does not fail back to its home router once it moved: it stays with the router that
+// answers.
 //
 // A router admits at most its max-in-flight-per-client requests (4096 by default) from one
 // connection; beyond that they are answered OVERLOADED. A program that keeps more in flight

@@ -10,6 +10,7 @@
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/cluster.h"
@@ -83,8 +84,9 @@ TEST(AsyncClientClusterTest, ErrorsAreTypedAsClients) {
 
 class AsyncClientFailoverTest : public ::testing::Test {
  protected:
-  std::unique_ptr<AsyncClient> Make() {
-    return std::make_unique<AsyncClient>(std::vector<std::string>{a_, b_},
+  std::unique_ptr<AsyncClient> Make() { return Make({a_, b_}); }
+  std::unique_ptr<AsyncClient> Make(std::vector<std::string> endpoints) {
+    return std::make_unique<AsyncClient>(std::move(endpoints),
                                          ClientOptions{.curve = {},
                                                        .connect_timeout = 200ms,
                                                        .heartbeat = 200ms,
@@ -127,6 +129,49 @@ TEST_F(AsyncClientFailoverTest, SilentRouterFailsOverAfterTheTimeout) {
   auto client = Make();
   ExpectAllAnsweredByB(*client, 300ms);
   EXPECT_EQ(a.received(), 20);
+}
+
+// One request is lost behind a router that answers all others (a slow or lost worker): when it
+// is late it fails TIMEOUT alone, after one attempt per router, and the requests in flight
+// beside it are answered by that router at their first attempt. Before, its deadline failed
+// over every request of the connection: with one router (the gateway's case) all ended TIMEOUT,
+// with two all were resent.
+TEST_F(AsyncClientFailoverTest, ALateRequestFailsOverAlone) {
+  FakeRouter a(a_, Mode::kAllButSlow, 100ms), b(b_, Mode::kAnswer);
+  for (const bool two : {false, true}) {
+    SCOPED_TRACE(two ? "two routers" : "one router");
+    auto client = two ? Make() : Make({a_});
+    auto slow = client->Embed("slow", {"x"}, {.timeout = 300ms});
+    // A request every 10 ms for 1.2 s, each answered 100 ms after it came: about ten are in
+    // flight when the slow one's deadline passes (550 ms).
+    std::vector<std::future<Embeddings>> fresh;
+    const auto start = Clock::now();
+    for (int i = 0; i < 200 && Clock::now() - start < 1200ms; ++i) {
+      fresh.push_back(client->Embed("m", {"y"}, {.timeout = 10s}));
+      std::this_thread::sleep_for(10ms);
+    }
+    int moved = 0;
+    int failed = 0;
+    for (auto& f : fresh) {
+      if (!Ready(f)) return;
+      try {
+        const Embeddings e = f.get();
+        moved += e.router() != a_ || e.attempts() != 1;
+      } catch (const Error& e) {
+        ++failed;
+      }
+    }
+    EXPECT_EQ(failed, 0) << "of " << fresh.size() << " ended with the late request's error";
+    EXPECT_EQ(moved, 0) << "of " << fresh.size() << " were resent with the late request";
+    ASSERT_TRUE(Ready(slow));
+    try {
+      slow.get();
+      ADD_FAILURE() << "the lost request was answered";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
+    }
+  }
+  EXPECT_EQ(b.received(), 0);
 }
 
 // With every attempt used, the request fails with the reason, typed.

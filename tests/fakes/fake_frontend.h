@@ -1,7 +1,8 @@
 // A router's frontend played by a test (tests of the C++ SDKs' failover, of the gateway): a
 // ROUTER socket on a thread of its own that answers every request (embeddings of dim 1, all
 // 1.0; status; control), stays silent, drops the connection on the first request as a killed
-// router would, or holds every request until the test releases them.
+// router would, holds every request until the test releases them, or answers every model's
+// requests `delay` after they came but never model "slow"'s (a worker that lost one).
 #ifndef EMBER_TESTS_FAKES_FAKE_FRONTEND_H_
 #define EMBER_TESTS_FAKES_FAKE_FRONTEND_H_
 
@@ -9,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -23,12 +25,13 @@ namespace ember::testing {
 
 using namespace std::chrono_literals;
 
-enum class Mode { kAnswer, kSilent, kDropOnFirst, kHoldUntilReleased };
+enum class Mode { kAnswer, kSilent, kDropOnFirst, kHoldUntilReleased, kAllButSlow };
 
 // A ROUTER on its own thread, playing a router's frontend.
 class FakeRouter {
  public:
-  FakeRouter(std::string endpoint, Mode mode) : endpoint_(std::move(endpoint)), mode_(mode) {
+  FakeRouter(std::string endpoint, Mode mode, std::chrono::milliseconds delay = 0ms)
+      : endpoint_(std::move(endpoint)), mode_(mode), delay_(delay) {
     thread_ = std::thread([this] { Run(); });
     while (!bound_.load()) std::this_thread::sleep_for(1ms);
   }
@@ -49,13 +52,18 @@ class FakeRouter {
     bound_ = true;
     const auto until = std::chrono::steady_clock::now() + 60s;  // bounded, whatever the test does
     std::vector<std::pair<std::string, protocol::Message>> held;
+    std::deque<Delayed> delayed;  // kAllButSlow's, in the order they are due
     while (!stop_.load() && std::chrono::steady_clock::now() < until) {
       if (released_.load()) {
         for (const auto& [peer, message] : held) Answer(*socket, peer, message);
         held.clear();
       }
+      while (!delayed.empty() && delayed.front().due <= std::chrono::steady_clock::now()) {
+        Answer(*socket, delayed.front().peer, delayed.front().message);
+        delayed.pop_front();
+      }
       zmq::pollitem_t item{socket->handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, 20ms);
+      zmq::poll(&item, 1, delayed.empty() ? 20ms : 1ms);
       if (!(item.revents & ZMQ_POLLIN)) continue;
       auto envelope = protocol::ReceiveRouted(*socket);
       if (!envelope || !envelope->message) continue;
@@ -70,8 +78,28 @@ class FakeRouter {
         held.emplace_back(envelope->peer, std::move(*envelope->message));
         continue;
       }
+      if (mode_ == Mode::kAllButSlow) {
+        if (ModelOf(*envelope->message) != "slow") {
+          delayed.push_back({std::chrono::steady_clock::now() + delay_, envelope->peer,
+                             std::move(*envelope->message)});
+        }
+        continue;
+      }
       Answer(*socket, envelope->peer, *envelope->message);
     }
+  }
+
+  struct Delayed {
+    std::chrono::steady_clock::time_point due;
+    std::string peer;
+    protocol::Message message;
+  };
+
+  static std::string ModelOf(const protocol::Message& message) {
+    protocol::EmbedRequest request;
+    std::string error;
+    if (message.command != protocol::Command::kRequest) return {};
+    return protocol::Decode(message.body(), &request, &error) ? request.model : std::string();
   }
 
   static void Answer(zmq::socket_t& socket, const std::string& peer,
@@ -104,6 +132,7 @@ class FakeRouter {
 
   const std::string endpoint_;
   const Mode mode_;
+  const std::chrono::milliseconds delay_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> bound_{false};
   std::atomic<bool> released_{false};
