@@ -449,7 +449,7 @@ bool Decode(std::string_view bytes, ErrorBody* out, std::string* error) {
 std::string Encode(const ReadyBody& body) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(7);
+  pk.pack_map(body.holding ? 8 : 7);
   PackField(pk, "device", body.device);
   PackField(pk, "capacity", body.capacity);
   PackField(pk, "weight", body.weight);
@@ -458,6 +458,7 @@ std::string Encode(const ReadyBody& body) {
   PackKey(pk, "models");
   PackModels(pk, body.models);
   PackStrings(pk, "routers", body.routers);
+  if (body.holding) PackField(pk, "holding", *body.holding);
   return ToString(buffer);
 }
 
@@ -471,6 +472,7 @@ bool Decode(std::string_view bytes, ReadyBody* out, std::string* error) {
          Read(map, "session", &out->session, Need::kOptional, error) &&
          Read(map, "rss_bytes", &out->rss_bytes, Need::kOptional, error) &&
          Read(map, "routers", &out->routers, Need::kOptional, error) &&
+         Read(map, "holding", &out->holding, Need::kOptional, error) &&
          ReadModels(map, &out->models, error);
 }
 

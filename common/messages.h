@@ -122,6 +122,13 @@ struct ReadyBody {
   // The router backends this worker is attached to (live links, as the worker names them);
   // with several routers, `capacity` is this router's share (docs/balancing.md "Credits").
   std::vector<std::string> routers{};
+  // On the first READY over a fresh connection (the worker's link to this router was closed
+  // and opened again, or is new): the router request ids the worker still holds, queued or
+  // running. Replies it had for this router while the link was down are lost with the old
+  // connection, so the router takes back every other request it has on this worker and sends
+  // it again (otherwise its credit leaks and it waits for TIMEOUT). Absent on other READYs:
+  // requests may be on the wire to the worker then.
+  std::optional<std::vector<std::uint64_t>> holding{};
 };
 
 // What a CONTROL asks. From a client to the router: any; from the router to a worker: load

@@ -34,6 +34,15 @@ std::vector<std::uint64_t> WorkerRegistry::Register(const std::string& id,
     // A pmr container keeps the resource it was built with: build the map on the pool.
     it = workers_.try_emplace(id, &pool_).first;
     it->second.registered = now;
+  } else if (ready.holding) {
+    // The same process over a fresh connection: what it answered while the old one was down
+    // never came, and never will.
+    std::sort(ready.holding->begin(), ready.holding->end());
+    for (const std::uint64_t request : Ids(it->second.in_flight)) {
+      if (std::binary_search(ready.holding->begin(), ready.holding->end(), request)) continue;
+      it->second.Release(request);
+      orphans.push_back(request);
+    }
   }
   WorkerState& w = it->second;
   w.id = id;

@@ -84,7 +84,9 @@ class WorkerRegistry {
   // Adds a worker, updates one whose models changed (READY with the same
   // session), or replaces the registration of one that restarted (a new
   // session). Returns the request ids a replaced registration still had in
-  // flight: they will never be answered.
+  // flight: they will never be answered. So are those of an update whose READY
+  // says what the worker holds (ReadyBody::holding, after a reconnect) that it
+  // does not hold: their credit comes back here.
   std::vector<std::uint64_t> Register(const std::string& id, protocol::ReadyBody ready,
                                       Clock::time_point now);
 

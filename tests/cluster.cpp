@@ -106,6 +106,11 @@ std::string Cluster::RouterLog(std::size_t i) const {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+std::string Cluster::WorkerLog(const std::string& id) const {
+  std::ifstream in(dir_.path() / (id + ".log"));
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 void Cluster::DumpLogs() const {
   for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
     if (entry.path().extension() != ".log") continue;

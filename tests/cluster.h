@@ -57,6 +57,8 @@ class Cluster {
   void DumpLogs() const;
   // What router `i` (every process that ran as it) has logged so far.
   std::string RouterLog(std::size_t i = 0) const;
+  // What the worker with routing id `id` has logged so far.
+  std::string WorkerLog(const std::string& id) const;
 
  private:
   struct RouterProcess {

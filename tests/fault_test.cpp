@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <future>
 #include <map>
+#include <optional>
 #include <thread>
 #include <zmq_addon.hpp>
 
+#include "client/async_client.h"
 #include "client/client.h"
 #include "common/messages.h"
 #include "common/protocol.h"
@@ -246,6 +250,100 @@ TEST(FaultTest, AWorkersFullQueueIsNeverTheClientsError) {
   options.limit = 60s;
   LoadResult load = RunLoad(cluster.frontend(), reference, options);
   ExpectAllServed(load, 16 * 6);
+}
+
+// A worker played by the test: a DEALER on the router's backend, with one model ("m", dim 1).
+class ScriptedWorker {
+ public:
+  ScriptedWorker(zmq::context_t& context, std::string endpoint)
+      : context_(context), endpoint_(std::move(endpoint)) {}
+
+  // Opens a fresh connection (closing the old one with whatever it had queued) and registers
+  // over it, saying it holds `holding`; true once the router acknowledged.
+  bool Connect(std::optional<std::vector<std::uint64_t>> holding) {
+    socket_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::dealer);
+    socket_->set(zmq::sockopt::routing_id, "scripted");
+    socket_->set(zmq::sockopt::linger, 0);
+    socket_->connect(endpoint_);
+    protocol::ReadyBody ready;
+    ready.device = "cpu";
+    ready.capacity = 8;
+    ready.session = 42;
+    ready.models.push_back({.name = "m", .version = 1, .dim = 1, .memory_bytes = 0});
+    ready.holding = std::move(holding);
+    protocol::SendDealt(*socket_, protocol::Command::kReady, ++seq_, protocol::Encode(ready));
+    return Next(protocol::Command::kReady, 5s).has_value();
+  }
+  // The next message of `command` within `limit` (others, heartbeats, are skipped).
+  std::optional<protocol::Message> Next(protocol::Command command,
+                                        std::chrono::milliseconds limit) {
+    for (const auto until = Clock::now() + limit; Clock::now() < until;) {
+      zmq::pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, 20ms);
+      std::string error;
+      auto received = protocol::ReceiveDealt(*socket_, &error);
+      if (received && *received && (*received)->command == command) return std::move(**received);
+    }
+    return std::nullopt;
+  }
+  void Answer(std::uint64_t id) {
+    protocol::EmbedReply reply;
+    reply.model = "m";
+    reply.dim = 1;
+    reply.count = 1;
+    reply.data = {1.0f};
+    protocol::SendDealt(*socket_, protocol::Command::kReply, id, protocol::Encode(reply));
+  }
+
+ private:
+  zmq::context_t& context_;
+  const std::string endpoint_;
+  std::unique_ptr<zmq::socket_t> socket_;
+  std::uint64_t seq_ = 0;
+};
+
+// A worker's connection to the router drops and the same process (same session) is back
+// before the router missed its heartbeats, so it still lists the worker: the requests it had
+// been sent are gone with the old connection, unanswered. Its READY over the new connection
+// says which it still holds (here two of four), and the router sends the other two again;
+// all four are answered and no credit stays in use. Before, the two waited for TIMEOUT and
+// their credit was never given back (issue 36, defect 2).
+TEST(FaultTest, RequestsLostWithAWorkersConnectionAreSentAgain) {
+  ClusterOptions options;
+  options.workers = 0;
+  Cluster cluster(options);
+  zmq::context_t context(1);
+  ScriptedWorker worker(context, cluster.backend());
+  ASSERT_TRUE(worker.Connect(std::vector<std::uint64_t>{}));
+  AsyncClient client(cluster.frontend());
+  std::vector<std::future<Embeddings>> replies;
+  for (int i = 0; i < 4; ++i) replies.push_back(client.Embed("m", {"x"}, {.timeout = 4s}));
+  std::vector<std::uint64_t> sent;
+  while (sent.size() < 4) {
+    const auto request = worker.Next(protocol::Command::kRequest, 5s);
+    ASSERT_TRUE(request) << "the router sent " << sent.size() << " of 4 requests";
+    sent.push_back(request->request_id);
+  }
+  const std::vector<std::uint64_t> held(sent.begin(), sent.begin() + 2);
+  ASSERT_TRUE(worker.Connect(held));
+  for (const std::uint64_t id : held) worker.Answer(id);
+  std::vector<std::uint64_t> again;
+  while (again.size() < 2) {
+    const auto request = worker.Next(protocol::Command::kRequest, 2s);
+    ASSERT_TRUE(request) << "the router sent " << again.size() << " of the 2 lost requests again";
+    again.push_back(request->request_id);
+    worker.Answer(request->request_id);
+  }
+  std::sort(again.begin(), again.end());
+  EXPECT_EQ(again, std::vector<std::uint64_t>(sent.begin() + 2, sent.end()));
+  for (auto& reply : replies) {
+    ASSERT_EQ(reply.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(reply.get().size(), 1u);
+  }
+  Client status(cluster.frontend());
+  const auto workers = status.Status().workers;
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0].in_flight, 0u) << "credit in use with nothing left to answer";
 }
 
 // A request that cannot be served before its deadline gets TIMEOUT, and the

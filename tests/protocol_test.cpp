@@ -298,6 +298,10 @@ TEST(MessagesTest, ReadyAndStatusRoundTrip) {
   EXPECT_EQ(r.models[1].state, ModelState::kFailed);
   EXPECT_EQ(r.models[1].memory_bytes, 90'000'000u);
   EXPECT_EQ(r.models[1].message, "corrupt file");
+  EXPECT_FALSE(r.holding.has_value()) << "a READY that holds nothing says so only when asked";
+  ready.holding = std::vector<std::uint64_t>{7, 1ull << 40};
+  ASSERT_TRUE(Decode(Encode(ready), &r, &error)) << error;
+  EXPECT_EQ(r.holding, ready.holding);
 
   StatusReply status;
   status.router_version = "x";

@@ -36,7 +36,8 @@ struct HarnessSetup {
   std::string policy = "latest";
   int routers = 1;
   std::uint32_t capacity = 256;
-  int liveness = 20;  // x 100 ms heartbeats
+  int liveness = 20;          // x 100 ms heartbeats
+  bool hold_batches = false;  // every batch waits for the gate too
 };
 
 // A worker serving repository REPO/m/{1,2} (fake backends tagged with their version), with
@@ -60,11 +61,12 @@ class WorkerHarness {
         dir_.path() / "repo", worker::VersionPolicy::Parse(policy), worker::BatcherOptions{},
         engine::BackendOptions{});
     source.startup = {{"m", 1}};
-    source.load = [this, gated](const worker::ModelSpec& spec) {
+    source.load = [this, gated, hold = setup.hold_batches](const worker::ModelSpec& spec) {
       if (std::ranges::find(gated, spec.version) != gated.end()) {
         if (!gate_.Wait(30s)) throw std::runtime_error("test gate never opened");
       }
-      return Model(std::make_unique<FakeBackend>(static_cast<float>(spec.version)));
+      return Model(std::make_unique<FakeBackend>(static_cast<float>(spec.version), 4,
+                                                 hold ? &gate_ : nullptr));
     };
     worker::WorkerOptions options;
     options.routers = endpoints_;
@@ -190,6 +192,24 @@ TEST(WorkerTest, TwoRoutersShareTheCapacity) {
   ASSERT_TRUE(a_ready.has_value()) << "router A never got half the capacity";
   EXPECT_TRUE(h.router(1).WaitForReady(halves, 100ms).has_value());
   EXPECT_EQ(a_ready->routers, (std::vector<std::string>{h.endpoint(0), h.endpoint(1)}));
+}
+
+// The link to a router falls silent and reconnects while a request of it runs: the first READY
+// over the new connection names the requests the worker still holds for that router
+// (ReadyBody::holding), so that the router sends again only those lost with the old connection
+// (issue 36, defect 2), and the request is answered over the new one.
+TEST(WorkerTest, AReconnectSaysWhatTheWorkerHolds) {
+  WorkerHarness h(HarnessSetup{.liveness = 3, .hold_batches = true});
+  ASSERT_TRUE(h.WaitFor(1, ModelState::kReady));
+  ASSERT_TRUE(h.router().readies().front().holding.has_value());
+  const std::uint64_t held = h.router().SendEmbed("m", {"one"});
+  std::this_thread::sleep_for(500ms);  // the router's silence (the fault), past 3 x 100 ms
+  const auto ready = h.router().WaitForReady(
+      [](const protocol::ReadyBody& r) { return r.holding && !r.holding->empty(); }, 3s);
+  ASSERT_TRUE(ready.has_value()) << "no READY over a new connection named the held request";
+  EXPECT_EQ(*ready->holding, std::vector<std::uint64_t>{held});
+  h.gate().Open();
+  EXPECT_EQ(ServedBy(h.router().AwaitAnswer(held)), 1);
 }
 
 // A router that falls silent gives its share back: the one left is announced all of it.

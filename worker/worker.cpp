@@ -98,6 +98,12 @@ protocol::ReadyBody Worker::ReadyNow(Clock::time_point now) const {
 void Worker::SendReady(std::size_t link, std::uint64_t seq) {
   const auto now = Clock::now();
   protocol::ReadyBody ready = ReadyNow(now);
+  // A fresh connection: what we answered this router over the old one may be lost, so it
+  // learns what we still hold and sends the rest again (ReadyBody::holding).
+  ready.holding.emplace();
+  for (const auto& [job, origin] : jobs_) {
+    if (origin.link == link) ready.holding->push_back(origin.id);
+  }
   SendReady(link, seq, ready, now);
 }
 

@@ -96,7 +96,8 @@ class Worker {
 
   // What every READY says at `now` but the capacity share: our models, memory and routers.
   protocol::ReadyBody ReadyNow(Clock::time_point now) const;
-  // READY on one link, with sequence number `seq`: our models and that router's share.
+  // The first READY over a fresh connection of one link, with sequence number `seq`: our
+  // models, that router's share, and the requests we hold for it (ReadyBody::holding).
   void SendReady(std::size_t link, std::uint64_t seq);
   void SendReady(std::size_t link, std::uint64_t seq, protocol::ReadyBody& ready,
                  Clock::time_point now);

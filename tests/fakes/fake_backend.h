@@ -5,6 +5,7 @@
 #ifndef EMBER_TESTS_FAKES_FAKE_BACKEND_H_
 #define EMBER_TESTS_FAKES_FAKE_BACKEND_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -18,14 +19,40 @@
 
 namespace ember::testing {
 
+// A gate a loader (or batch) thread waits at until the test opens it, so a test can hold a
+// load in LOADING, or a batch running, for as long as it needs (bounded: Wait gives up after
+// `limit`).
+class Gate {
+ public:
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // Returns whether the gate opened within `limit`.
+  template <typename Duration>
+  bool Wait(Duration limit) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, limit, [this] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
 class FakeBackend : public engine::Backend {
  public:
-  explicit FakeBackend(float tag = 1, std::int64_t dim = 4) : tag_(tag), dim_(dim) {}
+  // With `hold`, every batch waits for it to open (at most 30 s) before it is computed.
+  explicit FakeBackend(float tag = 1, std::int64_t dim = 4, Gate* hold = nullptr)
+      : tag_(tag), dim_(dim), hold_(hold) {}
 
   std::int64_t dim() const override { return dim_; }
   std::uint64_t memory_bytes() const override { return 1 << 20; }
   std::size_t max_length() const override { return 1'000'000; }
   std::vector<float> Embed(const engine::TokenBatch& batch) override {
+    if (hold_ != nullptr) hold_->Wait(std::chrono::seconds(30));
     std::vector<float> out(batch.size() * static_cast<std::size_t>(dim_), 0.0f);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       out[i * static_cast<std::size_t>(dim_)] = static_cast<float>(batch.length(i));
@@ -37,6 +64,7 @@ class FakeBackend : public engine::Backend {
  private:
   const float tag_;
   const std::int64_t dim_;
+  Gate* const hold_;
 };
 
 class FakeTokenizer : public engine::Tokenizer {
@@ -71,28 +99,6 @@ class FakeTokenizer : public engine::Tokenizer {
 inline engine::Model Model(std::unique_ptr<engine::Backend> backend) {
   return engine::Model{std::make_unique<FakeTokenizer>(), std::move(backend)};
 }
-
-// A gate a loader thread waits at until the test opens it, so a test can hold a load in
-// LOADING for as long as it needs (bounded: Wait gives up after `limit`).
-class Gate {
- public:
-  void Open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  // Returns whether the gate opened within `limit`.
-  template <typename Duration>
-  bool Wait(Duration limit) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, limit, [this] { return open_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
 
 }  // namespace ember::testing
 
