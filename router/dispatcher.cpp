@@ -43,7 +43,8 @@ Dispatcher::ModelQueue& Dispatcher::QueueFor(const std::string& model) {
   return q;
 }
 
-Dispatcher::Outcome Dispatcher::Dispatch(std::uint64_t id, Clock::time_point now) {
+Dispatcher::Outcome Dispatcher::Dispatch(std::uint64_t id, Clock::time_point now,
+                                         Admission admission) {
   for (;;) {
     // Looked up again on every try: dropping an unreachable worker may re-dispatch (and so
     // re-hash) other requests.
@@ -65,13 +66,13 @@ Dispatcher::Outcome Dispatcher::Dispatch(std::uint64_t id, Clock::time_point now
     const std::uint32_t texts = p->text_count;
     std::erase_if(candidates, [texts](const WorkerState* w) { return !w->HasCreditFor(texts); });
     if (candidates.empty()) {
-      // Every worker is busy (or none is up right now): wait in the model's queue, bounded,
-      // until credit frees up or the deadline passes.
+      // Every worker is busy (or none is up right now): wait in the model's queue, bounded
+      // for new requests, until credit frees up or the deadline passes.
       const std::size_t limit = options_.ForModel(p->model).max_queue;
-      if (queue.ids.size() >= limit) {
+      if (admission == Admission::kNew && queue.ids.size() >= limit) {
         std::erase_if(queue.ids, [this](std::uint64_t q) { return !requests_.Contains(q); });
       }
-      if (queue.ids.size() >= limit) {
+      if (admission == Admission::kNew && queue.ids.size() >= limit) {
         requests_.Fail(id, ErrorCode::kOverloaded,
                        "queue for model '" + p->model + "' is full (" + std::to_string(limit) +
                            " requests waiting); retry later",
@@ -110,7 +111,7 @@ void Dispatcher::DrainQueue(const std::string& model, Clock::time_point now) {
     if (!requests_.Contains(id)) continue;  // answered (timed out) while queued
     // Queued again means no worker had credit after all: back to the front, to keep FIFO
     // order, and stop.
-    if (Dispatch(id, now) == Outcome::kQueued) {
+    if (Dispatch(id, now, Admission::kAdmitted) == Outcome::kQueued) {
       if (!ids.empty() && ids.back() == id) ids.pop_back();
       ids.push_front(id);
       return;
@@ -147,7 +148,7 @@ void Dispatcher::Redispatch(const std::vector<std::uint64_t>& ids, Clock::time_p
     PendingRequest* p = requests_.Find(id);
     if (p == nullptr) continue;
     p->worker.clear();
-    Dispatch(id, now);
+    Dispatch(id, now, Admission::kAdmitted);
   }
 }
 

@@ -1,8 +1,11 @@
 // Sends accepted requests to workers: picks one that serves the model and has credit for the
 // request's texts (by the model's balancing Policy), or queues the request in its model's
 // bounded queue until credit frees up, or fails it with a typed error (OVERLOADED when the
-// queue is full, UNAVAILABLE after max_attempts workers failed it). A worker that answers
-// OVERLOADED does not fail the request: it goes back to the front of the queue. Owned by the router
+// queue is full, UNAVAILABLE after max_attempts workers failed it). The bound sheds new
+// requests only: one already admitted (bounced by a full worker, orphaned by a dead one, or
+// taken from the queue) waits whatever the queue holds, so a client never hears OVERLOADED for
+// the workers' doing. A worker that answers OVERLOADED does not fail the request: it goes back
+// to the front of the queue. Owned by the router
 // thread; requests live in the RequestTable, workers in the WorkerRegistry, and bytes go out
 // through the Transport.
 #ifndef EMBER_ROUTER_DISPATCHER_H_
@@ -29,6 +32,8 @@ namespace ember::router {
 class Dispatcher {
  public:
   enum class Outcome { kSent, kQueued, kFailed };
+  // Whether the queue's bound may refuse the request: only a new one is shed.
+  enum class Admission { kNew, kAdmitted };
 
   // `unreachable(worker)` is called when a send to `worker` fails: the router drops it
   // (and re-dispatches what it had) before Dispatch tries the next worker.
@@ -36,7 +41,7 @@ class Dispatcher {
              Transport& transport, std::function<void(const std::string&)> unreachable);
 
   // Sends request `id` to a worker, queues it, or fails it (and then forgets it).
-  Outcome Dispatch(std::uint64_t id, Clock::time_point now);
+  Outcome Dispatch(std::uint64_t id, Clock::time_point now, Admission admission = Admission::kNew);
   // Sends queued requests of `model` while workers have credit, oldest first.
   void DrainQueue(const std::string& model, Clock::time_point now);
   // Drains the queues of each model in `models` (which may belong to a worker that draining

@@ -235,6 +235,31 @@ TEST_F(RouterComponentsTest, AnOverloadedWorkerGetsTheRequestBackInTheQueue) {
   EXPECT_EQ(dispatcher_.Dispatch(Accept(), t0), Dispatcher::Outcome::kSent);
 }
 
+// The queue's bound sheds new requests only. One bounced by a full worker, or orphaned by a
+// dead one, was admitted: it waits in the queue however full it is, and the client never hears
+// OVERLOADED for the workers' doing (issue 36, defect 6: both ended OVERLOADED).
+TEST_F(RouterComponentsTest, AnAdmittedRequestIsNeverShedByTheQueuesBound) {
+  workers_.Register("w1", Ready(3, {M("m", 1)}), t0);
+  const auto a = Accept(), b = Accept(), c = Accept(), d = Accept(), e = Accept();
+  for (const auto id : {a, b, c})
+    ASSERT_EQ(dispatcher_.Dispatch(id, t0), Dispatcher::Outcome::kSent);
+  for (const auto id : {d, e})
+    ASSERT_EQ(dispatcher_.Dispatch(id, t0), Dispatcher::Outcome::kQueued);
+  WorkerState& w1 = *workers_.Find("w1");
+  w1.Release(a);  // w1 answers a with OVERLOADED; the router drains the queues afterwards
+  dispatcher_.WorkerFull(w1, a);
+  dispatcher_.DrainQueue("m", t0);
+  dispatcher_.Redispatch(workers_.Remove("w1"), t0);  // and then dies with b and c
+  EXPECT_EQ(transport_.to_clients.size(), 0u) << "a client heard of the workers' trouble";
+  EXPECT_EQ(dispatcher_.QueueDepths().at("m"), 5u);
+  EXPECT_EQ(dispatcher_.Dispatch(Accept(), t0), Dispatcher::Outcome::kFailed)
+      << "a new request is still shed";
+  workers_.Register("w2", Ready(8, {M("m", 1)}), t0);
+  dispatcher_.DrainQueue("m", t0);
+  ASSERT_EQ(transport_.to_workers.size(), 8u);
+  EXPECT_EQ(transport_.to_workers[3].request_id, a) << "the bounced request first";
+}
+
 TEST_F(RouterComponentsTest, AnsweredRequestsDoNotPileUpInTheDeadlineHeap) {
   // Two long-lived requests (one re-armed), then many answered ones with long deadlines: the
   // heap is rebuilt from the table and the live deadlines survive each rebuild.
