@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <future>
 #include <map>
 #include <optional>
@@ -344,6 +345,45 @@ TEST(FaultTest, RequestsLostWithAWorkersConnectionAreSentAgain) {
   const auto workers = status.Status().workers;
   ASSERT_EQ(workers.size(), 1u);
   EXPECT_EQ(workers[0].in_flight, 0u) << "credit in use with nothing left to answer";
+}
+
+// SIGTERM to a worker holding 2,400 one-text requests or more (on slow hardware): it
+// answers what it can within --shutdown-grace-ms, then says DISCONNECT and leaves, with
+// the rest (not computed) sent again by the router to a worker started meanwhile. Every
+// request is answered once, none fails. Before, the stopping worker computed its whole queue
+// after it had said DISCONNECT (the router had already sent those requests again), and, with
+// more replies than its in-process pipe holds, never exited (issue 36, defect 3).
+TEST(FaultTest, AStoppedWorkerLeavesWithinItsGrace) {
+  Cluster cluster(TinyCluster(1, {"--slowdown", "5", "--capacity", "4096", "--max-queue", "4096",
+                                  "--shutdown-grace-ms", "1000"}));
+  ASSERT_TRUE(cluster.WaitForWorkers(1));
+  const Reference reference = LoadTinyReference();
+  LoadOptions options;
+  options.clients = 16;
+  options.window = 160;
+  options.requests_per_client = 160;
+  options.texts_per_request = 1;
+  options.timeout_ms = 40'000;
+  options.limit = 90s;
+  LoadResult load;
+  std::thread driver([&] { load = RunLoad(cluster.frontend(), reference, options); });
+  Client client(cluster.frontend());
+  std::uint32_t held = 0;
+  for (const auto until = Clock::now() + 30s; held < 2400 && Clock::now() < until;) {
+    for (const auto& w : client.Status().workers) held = w.in_flight;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_GE(held, 2400u) << "the worker never held a full queue";
+  cluster.AddWorker("w2");
+  const auto stopping = Clock::now();
+  const int status = cluster.worker(0).Stop(20s);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - stopping);
+  driver.join();
+  std::printf("stopped with %u requests held: exit after %lld ms (status %d)\n", held,
+              static_cast<long long>(took.count()), status);
+  EXPECT_EQ(status, 0) << "killed: it did not exit within 20 s";
+  EXPECT_LE(took, 2500ms) << "1 s of grace, then it must leave";
+  ExpectAllServed(load, 16 * 160);
 }
 
 // A request that cannot be served before its deadline gets TIMEOUT, and the

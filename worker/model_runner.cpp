@@ -72,7 +72,9 @@ void ModelRunner::Intake(Job& job) {
   std::vector<Outcome> done;
   std::lock_guard lock(mu_);
   const bool was_empty = batcher_.size() == 0;
-  if (answer) {
+  if (abandoned_) {
+    // Dropped, as what was queued (Abandon).
+  } else if (answer) {
     done.push_back(std::move(*answer));
   } else {
     Queue(job, std::move(request), &done);
@@ -104,6 +106,19 @@ void ModelRunner::Queue(const Job& job, Request request, std::vector<Outcome>* d
     return;
   }
   requests_.emplace(job.request_id, std::move(request));
+}
+
+void ModelRunner::Abandon() {
+  std::lock_guard lock(mu_);
+  abandoned_ = true;
+  std::size_t dropped = 0;
+  while (batcher_.size() > 0) dropped += batcher_.Take().size();
+  if (ready_) dropped += ready_->size();
+  ready_.reset();
+  // Running batches skip requests no longer here (RunBatch).
+  requests_.clear();
+  if (dropped > 0) spdlog::info("model {} dropped {} queued texts", info_.name, dropped);
+  schedule_cv_.notify_all();
 }
 
 bool ModelRunner::Idle() {
@@ -380,6 +395,9 @@ void ModelRunner::InferLoop() {
 void ModelRunner::ReplyLoop(zmq::context_t& context, const std::string& endpoint) {
   zmq::socket_t results(context, zmq::socket_type::push);
   results.set(zmq::sockopt::linger, 0);
+  // No high-water mark: a send never blocks, so a runner stopping after the worker stopped
+  // reading never hangs (what it sends is bounded by what it admitted, max-queue).
+  results.set(zmq::sockopt::sndhwm, 0);
   results.connect(endpoint);
   std::vector<Outcome> outcomes;
   std::unique_lock lock(mu_);

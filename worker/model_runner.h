@@ -66,7 +66,7 @@ class ModelRunner {
   // `results_endpoint` is an inproc endpoint in `context` bound by the caller.
   ModelRunner(std::string worker_id, protocol::ModelInfo info, engine::Model model,
               zmq::context_t& context, std::string results_endpoint, RunnerOptions options);
-  ~ModelRunner();  // answers what is queued, then joins the threads
+  ~ModelRunner();  // answers what is queued (unless abandoned), then joins the threads
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
 
@@ -79,6 +79,11 @@ class ModelRunner {
   // results socket). Thread-safe. A runner being unloaded is destroyed only
   // when idle, so draining it loses nothing.
   bool Idle();
+
+  // Drops what waits (queued texts, a formed batch, jobs still being tokenized) without
+  // computing or answering it: the worker is leaving and has told its routers, which send
+  // those requests elsewhere. Batches already running finish. Thread-safe.
+  void Abandon();
 
  private:
   // A request being assembled from its texts' vectors.
@@ -172,6 +177,7 @@ class ModelRunner {
   const int in_flight_limit_;    // batches run at once
   int running_ = 0;              // batches running; guarded by mu_
   bool stop_ = false;            // guarded by mu_
+  bool abandoned_ = false;       // guarded by mu_
   bool scheduler_done_ = false;  // guarded by mu_
   std::deque<Outcome> replies_;  // finished requests for the reply thread; guarded by mu_
   int inference_threads_ = 0;    // inference threads not yet done; guarded by mu_

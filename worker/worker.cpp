@@ -50,6 +50,7 @@ Worker::Worker(WorkerOptions options, ModelSource source)
                                                       : TokenizerPool::DefaultThreads())) {
   if (options_.routers.empty()) throw std::invalid_argument("a worker needs at least one router");
   results_.set(zmq::sockopt::linger, 0);
+  results_.set(zmq::sockopt::rcvhwm, 0);  // the runners' replies never block (ReplyLoop)
   results_.bind(kResultsEndpoint);
   loads_.set(zmq::sockopt::linger, 0);
   loads_.bind(kLoadsEndpoint);
@@ -67,7 +68,9 @@ Worker::Worker(WorkerOptions options, ModelSource source)
 }
 
 Worker::~Worker() {
-  loader_.reset();   // finishes a load in progress
+  loader_.reset();  // finishes a load in progress
+  // What is still queued was given back to the routers (Run's DISCONNECT): not computed.
+  for (auto& [key, runner] : runners_) runner->Abandon();
   runners_.clear();  // joins runner threads before their sockets' context goes
 }
 
@@ -153,7 +156,15 @@ void Worker::Run(const std::atomic<bool>& stop) {
                                                         std::chrono::milliseconds(50));
   std::vector<zmq::pollitem_t> items;
   std::vector<std::size_t> polled;  // link index of each router item
-  while (!stop.load()) {
+  for (;;) {
+    if (!stopping_ && stop.load()) {
+      // Stopping: refuse new work (HandleRequest), answer what we hold for at most the grace.
+      stopping_ = true;
+      leave_at_ = Clock::now() + options_.shutdown_grace;
+      spdlog::info("worker '{}' stopping: answering its {} requests for at most {} ms", options_.id,
+                   jobs_.size(), options_.shutdown_grace.count());
+    }
+    if (stopping_ && (jobs_.empty() || Clock::now() >= leave_at_)) break;
     items.clear();
     polled.clear();
     items.push_back({results_.handle(), 0, ZMQ_POLLIN, 0});
@@ -186,9 +197,10 @@ void Worker::Run(const std::atomic<bool>& stop) {
     }));
   }
   // Best effort and never blocking: a router that is down, or whose CURVE handshake never
-  // completed, has nobody to tell.
+  // completed, has nobody to tell. Each router sends again what we still hold.
   for (const auto& link : links_) link->Send(Command::kDisconnect, 0, {});
-  spdlog::info("worker '{}' stopping", options_.id);
+  spdlog::info("worker '{}' stopping; {} requests given back to the routers", options_.id,
+               jobs_.size());
 }
 
 void Worker::HandleRouter(std::size_t link) {
@@ -246,6 +258,12 @@ void Worker::HandleRequest(std::size_t link, const protocol::Message& message) {
     // (the body's timeout_ms is the client's, from before the request waited in the router).
     const std::uint32_t own = job.request.timeout_ms;
     job.request.timeout_ms = own == 0 ? message.budget_ms : std::min(own, message.budget_ms);
+  }
+  if (stopping_) {
+    // Not the client's error: the router sends it to another worker (OVERLOADED from a
+    // worker puts the request back in the router's queue).
+    SendError(origin, ErrorCode::kOverloaded, "worker '" + options_.id + "' is stopping");
+    return;
   }
   const auto key = lifecycle_.Route(job.request.model, job.request.version);
   auto runner = key ? runners_.find(*key) : runners_.end();

@@ -62,7 +62,10 @@ struct WorkerOptions {
   // Batches each model runs at once (RunnerOptions); 0: Backend::batches_in_flight().
   int batches_in_flight = 0;
   std::chrono::milliseconds heartbeat_interval{1000};
-  int liveness = 3;         // heartbeats the router may miss before we reconnect
+  int liveness = 3;  // heartbeats the router may miss before we reconnect
+  // How long a stopping worker answers the requests it holds before it leaves them to the
+  // routers (Run).
+  std::chrono::milliseconds shutdown_grace{10'000};
   curve::ClientKeys curve;  // CURVE keys (docs/security.md); empty: off
 };
 
@@ -83,7 +86,10 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Serves until `stop` becomes true, then says DISCONNECT to every router.
+  // Serves until `stop` becomes true; then, for at most WorkerOptions::shutdown_grace,
+  // refuses new requests (OVERLOADED, which routers send elsewhere) and answers those it
+  // holds; then says DISCONNECT to every router, which send again what is left. The
+  // destructor drops that rest uncomputed (ModelRunner::Abandon).
   void Run(const std::atomic<bool>& stop);
 
  private:
@@ -140,6 +146,8 @@ class Worker {
   std::uint64_t next_id_ = 0;                           // our job and control ids
   std::uint64_t ready_seq_ = 0;                         // the last READY sent, on any link
   std::size_t live_announced_ = 0;  // live links when shares were last announced
+  bool stopping_ = false;           // Run's stop came: answering what we hold
+  Clock::time_point leave_at_{};    // ... until then at the latest
   // Last: destroyed first, so no load finishes into a half-destroyed worker.
   std::unique_ptr<AsyncLoader> loader_;
 };

@@ -113,6 +113,14 @@ const settings::Table<WorkerConfig>& WorkerSettings() {
          "liveness", "heartbeats the router may miss",
          [](auto& c) -> auto& { return c.worker.liveness; }, 1, 100)
         .Doc("Heartbeats the router may miss before this worker reconnects.");
+    t.Duration(
+         "shutdown-grace-ms", "how long a stopping worker answers what it holds",
+         [](auto& c) -> auto& { return c.worker.shutdown_grace; }, 0, 3'600'000)
+        .Doc(
+            "On SIGTERM the worker refuses new requests (the router sends them to another\n"
+            "worker) and answers those it holds for at most this long, in milliseconds; then it\n"
+            "says DISCONNECT and the router sends the rest elsewhere. Keep it below systemd's\n"
+            "TimeoutStopSec and Kubernetes' terminationGracePeriodSeconds (60 s).");
     t.Text(
          "log-level", "trace, debug, info, warn, error",
          [](auto& c) -> auto& { return c.log_level; })
