@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <zmq_addon.hpp>
 
@@ -160,6 +161,42 @@ TEST_F(ModelRunnerTest, RequestsSplitOverConcurrentBatchesGetOneReplyEach) {
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "one reply each";
   EXPECT_EQ(sorted.size(), 50u);
+}
+
+// A preferred batch size makes a batch leave as soon as the queue can form it, not when
+// max_queue_delay is over (issue 36, defect 5: the scheduler was woken only by a first text or
+// a full batch, so four texts waited out the 5 s delay).
+TEST_F(ModelRunnerTest, APreferredBatchSizeLeavesAtOnce) {
+  zmq::socket_t results(context_, zmq::socket_type::pull);
+  results.bind(kEndpoint);
+  results.set(zmq::sockopt::rcvtimeo, 10'000);
+  RunnerOptions options;
+  options.batcher.max_batch_size = 32;
+  options.batcher.max_queue_delay = 5s;
+  options.batcher.preferred_batch_sizes = {4};
+  const protocol::ModelInfo info{.name = "m", .version = 1, .dim = 4};
+  ModelRunner runner("w", info, testing::Model(std::make_unique<testing::FakeBackend>()), context_,
+                     kEndpoint, options);
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint64_t r = 1; r <= 4; ++r) {
+    Job job;
+    job.request_id = r;
+    job.request.model = "m";
+    job.request.inputs = {"text"};
+    runner.Submit(std::move(job));
+    std::this_thread::sleep_for(50ms);  // texts that trickle in: the workload, not a wait
+  }
+  for (int r = 0; r < 4; ++r) {
+    std::vector<zmq::message_t> frames;
+    ASSERT_TRUE(zmq::recv_multipart(results, std::back_inserter(frames)));
+    std::string error;
+    const auto message = protocol::Decode(frames, &error);
+    ASSERT_TRUE(message) << error;
+    protocol::EmbedReply reply;
+    ASSERT_TRUE(protocol::Decode(message->body(), &reply, &error)) << error;
+    EXPECT_EQ(reply.batch_size, 4u);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << "the batch waited out the delay";
 }
 
 // A gate a tokenizer waits at (up to 5 s) for the text "slow".

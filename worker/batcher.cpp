@@ -60,14 +60,18 @@ bool Batcher::Full() const {
          options_.max_batch_tokens;
 }
 
-bool Batcher::ShouldLeave(Clock::time_point now) const {
-  if (queue_.empty()) return false;
-  if (now - queue_.begin()->second.item.enqueued >= options_.max_queue_delay) return true;
+bool Batcher::Formed() const {
   if (!options_.preferred_batch_sizes.empty() &&
       options_.preferred_batch_sizes.front() <= queue_.size()) {
     return true;
   }
   return Full();
+}
+
+bool Batcher::ShouldLeave(Clock::time_point now) const {
+  if (queue_.empty()) return false;
+  if (now - queue_.begin()->second.item.enqueued >= options_.max_queue_delay) return true;
+  return Formed();
 }
 
 std::optional<std::vector<BatchItem>> Batcher::Next(Clock::time_point now,

@@ -74,6 +74,9 @@ class Batcher {
   // Whether what waits already fills a batch (by texts or by tokens): waiting longer cannot
   // grow the next batch.
   bool Full() const;
+  // Whether a batch may leave without waiting for max_queue_delay: full, or a preferred size
+  // can be formed. Whoever queues texts wakes the scheduler when this turns true.
+  bool Formed() const;
 
   // Queues all items of one request, or none if they do not fit.
   bool Add(const std::vector<BatchItem>& items);

@@ -82,9 +82,9 @@ void ModelRunner::Intake(Job& job) {
   HandOver(done);
   --tokenizing_;
   // Wake the scheduler only when it has something new to decide: a first text starts its
-  // delay, a full queue makes a batch at once, and a stopping runner waits for this task.
-  // Notified under the lock: once it is released, the runner may be gone.
-  if (stop_ || (!ready_ && (was_empty || batcher_.Full()))) schedule_cv_.notify_one();
+  // delay, a full queue or a preferred size makes a batch at once, and a stopping runner
+  // waits for this task. Notified under the lock: once it is released, the runner may be gone.
+  if (stop_ || (!ready_ && (was_empty || batcher_.Formed()))) schedule_cv_.notify_one();
 }
 
 void ModelRunner::Queue(const Job& job, Request request, std::vector<Outcome>* done) {
