@@ -263,6 +263,56 @@ TEST_F(ModelRunnerTest, ASlowTokenizationHoldsUpNoOtherRequest) {
   EXPECT_EQ(next_reply(), std::optional<std::uint64_t>(1));
 }
 
+// Admission comes before tokenizing: the texts a model has queued and those still being
+// tokenized together stay within max-queue, so a flood waits in no tokenizer queue and is
+// refused OVERLOADED at once (issue 36, defect 7: every request waited its turn in the shared,
+// unbounded tokenizer queue, here behind a tokenization that takes until the gate opens, and
+// was refused only after it had been tokenized).
+TEST_F(ModelRunnerTest, AdmissionComesBeforeTokenizing) {
+  zmq::socket_t results(context_, zmq::socket_type::pull);
+  results.bind(kEndpoint);
+  results.set(zmq::sockopt::rcvtimeo, 3'000);
+  auto gate = std::make_shared<Gate>();
+  RunnerOptions options;
+  options.batcher.max_queue = 8;
+  options.batcher.max_queue_delay = 0us;
+  options.tokenizers = std::make_shared<TokenizerPool>(1);
+  const protocol::ModelInfo info{.name = "m", .version = 1, .dim = 4};
+  ModelRunner runner(
+      "w", info, {std::make_unique<SlowTokenizer>(gate), std::make_unique<testing::FakeBackend>()},
+      context_, kEndpoint, options);
+  for (std::uint64_t id = 1; id <= 20; ++id) {
+    Job job;
+    job.request_id = id;
+    job.request.model = "m";
+    job.request.inputs = {id == 1 ? "slow" : "fast"};
+    runner.Submit(std::move(job));
+  }
+  auto next = [&]() -> std::optional<protocol::Message> {
+    std::vector<zmq::message_t> frames;
+    if (!zmq::recv_multipart(results, std::back_inserter(frames))) return std::nullopt;
+    std::string error;
+    return protocol::Decode(frames, &error);
+  };
+  for (int i = 0; i < 12; ++i) {  // while the gate is closed
+    const auto refused = next();
+    ASSERT_TRUE(refused) << i << " of 12 refusals came before the tokenizer was free";
+    ASSERT_EQ(refused->command, protocol::Command::kError);
+    protocol::ErrorBody error;
+    std::string why;
+    ASSERT_TRUE(protocol::Decode(refused->body(), &error, &why)) << why;
+    EXPECT_EQ(error.code, ErrorCode::kOverloaded) << error.message;
+    EXPECT_GT(refused->request_id, 8u) << "the first 8 texts fit the queue";
+  }
+  gate->Open();
+  for (int i = 0; i < 8; ++i) {
+    const auto answered = next();
+    ASSERT_TRUE(answered);
+    EXPECT_EQ(answered->command, protocol::Command::kReply);
+    EXPECT_LE(answered->request_id, 8u);
+  }
+}
+
 // A request with more texts than the model's queue holds could never fit: BAD_REQUEST naming
 // max-queue, before any of its texts is tokenized.
 class CountingTokenizer : public testing::FakeTokenizer {

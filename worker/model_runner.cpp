@@ -56,21 +56,40 @@ ModelRunner::~ModelRunner() {
 }
 
 void ModelRunner::Submit(Job job) {
+  const std::size_t texts = job.request.inputs.size();
   {
     std::lock_guard lock(mu_);
     ++unanswered_;
+    // Admission, before any tokenizing: the texts queued and those on their way to the queue
+    // stay within max-queue, so a flood is refused at once and waits in no tokenizer queue
+    // (shared by every model of the worker). A request larger than the whole queue is
+    // Admit's (BAD_REQUEST).
+    const std::size_t max_queue = batcher_.options().max_queue;
+    if (texts <= max_queue && batcher_.size() + incoming_ + texts > max_queue) {
+      std::vector<Outcome> done;
+      done.push_back(Outcome{job.request_id,
+                             ErrorCode::kOverloaded,
+                             "worker queue for model '" + info_.name + "' is full (" +
+                                 std::to_string(max_queue) + " texts)",
+                             {}});
+      HandOver(done);
+      return;
+    }
     ++tokenizing_;
+    incoming_ += texts;
   }
   // The job is tokenized and queued on the worker's tokenizer threads, so the scheduler only
   // ever batches (TokenizerPool::Post: the caller's own thread where the pool has none).
-  tokenizers_->Post([this, job = std::make_shared<Job>(std::move(job))] { Intake(*job); });
+  tokenizers_->Post(
+      [this, texts, job = std::make_shared<Job>(std::move(job))] { Intake(*job, texts); });
 }
 
-void ModelRunner::Intake(Job& job) {
+void ModelRunner::Intake(Job& job, std::size_t texts) {
   Request request;
   std::optional<Outcome> answer = Admit(job, &request);  // a refusal, or a kTokenize's tokens
   std::vector<Outcome> done;
   std::lock_guard lock(mu_);
+  incoming_ -= texts;
   const bool was_empty = batcher_.size() == 0;
   if (abandoned_) {
     // Dropped, as what was queued (Abandon).

@@ -115,8 +115,9 @@ class ModelRunner {
   void ReplyLoop(zmq::context_t& context, const std::string& endpoint);
   // Moves `done` to the reply thread's queue. Requires mu_.
   void HandOver(std::vector<Outcome>& done);
-  // A tokenizer task: Admit, then Queue under the lock, and wake the scheduler if it can act.
-  void Intake(Job& job);
+  // A tokenizer task for a job of `texts` texts (admitted by Submit): Admit, then Queue under
+  // the lock, and wake the scheduler if it can act.
+  void Intake(Job& job, std::size_t texts);
   // Checks a job (texts beyond max-queue, dimensions, prompt) and tokenizes it, outside the
   // lock; a refusal or a tokenizer error becomes an Outcome, and so does a kTokenize or
   // kDecode job's answer (Tokenized, Decoded), which never reaches the batcher.
@@ -169,6 +170,7 @@ class ModelRunner {
   std::condition_variable infer_cv_;     // a batch is ready, stop
   std::condition_variable reply_cv_;     // replies_ gained some, or the end
   int tokenizing_ = 0;                   // submitted jobs not yet queued or refused; guarded by mu_
+  std::size_t incoming_ = 0;             // ... and their texts, counted against max-queue
   Batcher batcher_;                      // guarded by mu_
   std::unordered_map<std::uint64_t, Request> requests_;  // guarded by mu_
   std::optional<std::vector<BatchItem>> ready_;          // guarded by mu_

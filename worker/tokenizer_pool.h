@@ -3,7 +3,10 @@
 // are tokenized on several cores at once (TEI runs one tokenizer worker per core) and no
 // scheduler ever waits for a tokenizer. On one thread, or on the scheduler's, tokenization caps
 // a GPU worker far below what its GPU can embed (issue 24). A model's Tokenizer is thread-safe
-// (engine/tokenizer/tokenizer.h), which this needs.
+// (engine/tokenizer/tokenizer.h), which this needs. The queue is bounded by its callers: a
+// ModelRunner posts a request only once it is admitted, its texts counted against the model's
+// max-queue while they are tokenized (ModelRunner::Submit), so at most the sum of the models'
+// max-queue texts wait here, and one model's flood is refused rather than queued.
 #ifndef EMBER_WORKER_TOKENIZER_POOL_H_
 #define EMBER_WORKER_TOKENIZER_POOL_H_
 
