@@ -16,6 +16,7 @@
 
 #include "common/messages.h"
 #include "common/protocol.h"
+#include "common/reply_stats.h"
 #include "common/request_header.h"
 #include "fuzz/check.h"
 #include "fuzz/fuzz_input.h"
@@ -109,6 +110,20 @@ void DecodeBody(std::string_view bytes) {
   Check(Same(body, decoded), "Encode -> Decode must give back what was decoded");
 }
 
+// The router's metrics read of a reply must not fail on a reply the full decoder accepts, and
+// must agree with it on the batch size and the tokens.
+void CompareReplyStats(std::string_view bytes) {
+  protocol::EmbedReply full;
+  protocol::EmbedReplyStats stats;
+  std::string error;
+  const bool stats_ok = protocol::Decode(bytes, &stats);
+  if (!protocol::Decode(bytes, &full, &error)) return;
+  std::uint64_t tokens = 0;
+  for (const std::uint32_t t : full.tokens) tokens += t;
+  Check(stats_ok && stats.batch_size == full.batch_size && stats.tokens == tokens,
+        "the metrics read of a reply agrees with the full decoder");
+}
+
 // The router's header read must accept exactly what the full decoder accepts, with the same
 // reason, and agree on every field it reads.
 void CompareHeader(std::string_view bytes) {
@@ -142,6 +157,7 @@ void DecodeAll(std::string_view body) {
   CompareHeader(body);
   DecodeBody<protocol::EmbedRequest>(body);
   DecodeBody<protocol::EmbedReply>(body);
+  CompareReplyStats(body);
   DecodeBody<protocol::ErrorBody>(body);
   DecodeBody<protocol::ReadyBody>(body);
   DecodeBody<protocol::ControlRequest>(body);

@@ -8,6 +8,7 @@
 #include "common/curve.h"
 #include "common/messages.h"
 #include "common/protocol.h"
+#include "common/reply_stats.h"
 #include "common/request_header.h"
 #include "router/router_state.h"
 #include "router/status_report.h"
@@ -425,10 +426,16 @@ void Router::State::HandleResult(WorkerState& worker, protocol::Message& message
       const double seconds = std::chrono::duration<double>(now - p->sent_at).count();
       RouterMetrics::Observe(metrics.dispatch, p->model, seconds);
       RouterMetrics::Observe(metrics.worker_dispatch, worker.id, seconds);
-      // Without a cache or a metrics endpoint nobody needs what is inside: the worker's
-      // frame goes to the client as it is, uncopied.
+      // Without a cache nobody needs what is inside: the worker's frame goes to the client as
+      // it is, uncopied. Metrics read their two numbers where they lie (common/reply_stats.h).
       zmq::message_t body = std::move(message.frame);
-      if (cache_front || metrics_server) {
+      if (metrics_server && !cache_front) {
+        protocol::EmbedReplyStats stats;
+        if (protocol::Decode(body.to_string_view(), &stats)) {
+          RouterMetrics::Observe(metrics.batch_size, p->model, stats.batch_size, /*batch=*/true);
+          metrics.tokens[p->model] += stats.tokens;
+        }
+      } else if (cache_front) {
         protocol::EmbedReply reply;
         std::string error;
         if (!protocol::Decode(body.to_string_view(), &reply, &error)) {

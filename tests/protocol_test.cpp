@@ -8,6 +8,7 @@
 #include <msgpack.hpp>
 
 #include "common/messages.h"
+#include "common/reply_stats.h"
 
 namespace ember::protocol {
 namespace {
@@ -241,6 +242,56 @@ TEST(MessagesTest, DecodeRepliesRoundTrip) {
   reply.texts.push_back("two");
   EXPECT_FALSE(Decode(Encode(reply), &out, &error));
   EXPECT_NE(error.find("'texts' has 2 texts for 1 inputs"), std::string::npos) << error;
+}
+
+// The router's metrics read of a reply (common/reply_stats.h) finds what the full decoder
+// finds, whatever else the reply carries (labels, token ids, texts) and in any key order.
+TEST(MessagesTest, ReplyStatsAgreeWithTheFullDecoder) {
+  std::vector<EmbedReply> replies(4);
+  replies[0].model = "m";
+  replies[0].dim = 2;
+  replies[0].count = 2;
+  replies[0].batch_size = 7;
+  replies[0].data = {1, 2, 3, 4};
+  replies[1] = replies[0];
+  replies[1].tokens = {3, 9};
+  replies[2] = replies[1];
+  replies[2].labels = {"a", "b"};
+  replies[3] = replies[1];
+  replies[3].token_ids = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  replies[3].token_pieces = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"};
+  replies[3].token_spans.assign(24, 1);
+  replies[3].texts = {"x", "y"};
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    const std::string body = Encode(replies[i]);
+    EmbedReply full;
+    std::string error;
+    ASSERT_TRUE(Decode(body, &full, &error)) << i << ": " << error;
+    EmbedReplyStats stats;
+    ASSERT_TRUE(Decode(body, &stats)) << i;
+    EXPECT_EQ(stats.batch_size, full.batch_size) << i;
+    std::uint64_t tokens = 0;
+    for (const std::uint32_t t : full.tokens) tokens += t;
+    EXPECT_EQ(stats.tokens, tokens) << i;
+  }
+  // Keys in another order, and a second "tokens" (only the first counts, as in Decode).
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> pk(buffer);
+  pk.pack_map(4);
+  pk.pack("tokens");
+  pk.pack(std::vector<std::uint32_t>{5, 6});
+  pk.pack("data");
+  pk.pack_bin(0);
+  pk.pack("batch_size");
+  pk.pack(3);
+  pk.pack("tokens");
+  pk.pack(std::vector<std::uint32_t>{100});
+  EmbedReplyStats stats;
+  ASSERT_TRUE(Decode(std::string_view(buffer.data(), buffer.size()), &stats));
+  EXPECT_EQ(stats.batch_size, 3u);
+  EXPECT_EQ(stats.tokens, 11u);
+  EXPECT_FALSE(Decode(std::string_view("\x93\x01\x02\x03", 4), &stats)) << "not a map";
+  EXPECT_FALSE(Decode(std::string_view("\xc1", 1), &stats)) << "not msgpack";
 }
 
 TEST(MessagesTest, EmbedReplyRejectsWrongDataSize) {

@@ -8,10 +8,12 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 
 #include "common/messages.h"
+#include "common/reply_stats.h"
 #include "common/request_header.h"
 #include "router/dispatcher.h"
 #include "router/request_table.h"
@@ -22,9 +24,13 @@ namespace {
 // Counted only while a test says so; ZeroMQ's own buffers come from malloc and are not seen.
 std::atomic<bool> counting{false};
 std::atomic<std::uint64_t> allocations{0};
+std::atomic<std::uint64_t> allocated_bytes{0};
 
 void* Allocate(std::size_t size, std::size_t alignment = alignof(std::max_align_t)) {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1);
+  if (counting.load(std::memory_order_relaxed)) {
+    allocations.fetch_add(1);
+    allocated_bytes.fetch_add(size);
+  }
   const std::size_t rounded = (size + alignment - 1) / alignment * alignment;
   void* p = alignment <= alignof(std::max_align_t) ? std::malloc(size == 0 ? 1 : size)
                                                    : std::aligned_alloc(alignment, rounded);
@@ -152,6 +158,45 @@ TEST(RouterAllocationTest, AWarmRequestCostsAtMostTheHeaderParsersStack) {
   EXPECT_LE(allocations.load(), kRequests)
       << static_cast<double>(allocations.load()) / static_cast<double>(kRequests)
       << " allocations per request";
+}
+
+// With metrics on, the router reads each reply's batch size and token count (issue 36, defect
+// 4): in place, allocating nothing like the vectors' size, where the full decoder it used
+// before copies all of them (measured beside it, so this test can tell the two apart).
+TEST(RouterAllocationTest, MetricsReadARepliesNumbersWithoutItsVectors) {
+  protocol::EmbedReply reply;
+  reply.model = "minilm";
+  reply.dim = 384;
+  reply.count = 32;
+  reply.batch_size = 64;
+  reply.data.assign(32 * 384, 0.5f);
+  reply.tokens.assign(32, 12);
+  const std::string body = protocol::Encode(reply);
+  const std::uint64_t vector_bytes = reply.data.size() * sizeof(float);
+  constexpr int kReads = 1000;
+  const auto bytes_per_read = [&](auto read) {
+    allocated_bytes = 0;
+    counting = true;
+    for (int i = 0; i < kReads; ++i) read();
+    counting = false;
+    return allocated_bytes.load() / kReads;
+  };
+  protocol::EmbedReplyStats stats;
+  bool read_ok = true;
+  const std::uint64_t in_place =
+      bytes_per_read([&] { read_ok &= protocol::Decode(body, &stats); });
+  protocol::EmbedReply full;
+  std::string error;
+  const std::uint64_t decoded = bytes_per_read([&] { protocol::Decode(body, &full, &error); });
+  ASSERT_TRUE(read_ok);
+  EXPECT_EQ(stats.batch_size, 64u);
+  EXPECT_EQ(stats.tokens, 32u * 12u);
+  std::printf("bytes allocated per reply read: %llu in place, %llu by the full decoder (%llu of "
+              "vectors)\n",
+              static_cast<unsigned long long>(in_place), static_cast<unsigned long long>(decoded),
+              static_cast<unsigned long long>(vector_bytes));
+  EXPECT_GE(decoded, vector_bytes) << "the measure sees the full decoder's copy";
+  EXPECT_LT(in_place, 1024u) << "no copy of the vectors";
 }
 
 }  // namespace
