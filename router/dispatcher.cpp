@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <utility>
 
 namespace ember::router {
 
@@ -91,6 +92,7 @@ Dispatcher::Outcome Dispatcher::Dispatch(std::uint64_t id, Clock::time_point now
       p->worker = worker->id;
       p->sent_at = now;
       worker->Take(id, texts);
+      if (options_.ForModel(p->model).hedge_after_p99 > 0) queue.sent.push({now, id});
       spdlog::debug("request {} for {} sent to '{}' ({} in flight there)", id, p->model, worker->id,
                     worker->in_flight.size());
       return Outcome::kSent;
@@ -135,7 +137,16 @@ void Dispatcher::DrainQueues(const std::vector<protocol::ModelInfo>& models,
 void Dispatcher::WorkerFull(WorkerState& worker, std::uint64_t id) {
   worker.full = true;
   PendingRequest* p = requests_.Find(id);
-  if (p == nullptr || p->worker != worker.id) return;
+  if (p == nullptr) return;
+  if (p->hedge_worker == worker.id) {  // the hedge was refused: the first worker still has it
+    p->hedge_worker.clear();
+    return;
+  }
+  if (p->worker != worker.id) return;
+  if (!p->hedge_worker.empty()) {  // the hedge carries it on
+    p->worker = std::exchange(p->hedge_worker, {});
+    return;
+  }
   p->worker.clear();
   --p->attempts;  // the worker did not fail it
   QueueFor(p->model).ids.push_front(id);
@@ -143,13 +154,80 @@ void Dispatcher::WorkerFull(WorkerState& worker, std::uint64_t id) {
                 worker.id);
 }
 
-void Dispatcher::Redispatch(const std::vector<std::uint64_t>& ids, Clock::time_point now) {
+void Dispatcher::Redispatch(const std::vector<std::uint64_t>& ids, const std::string& from,
+                            Clock::time_point now) {
   for (std::uint64_t id : ids) {
     PendingRequest* p = requests_.Find(id);
     if (p == nullptr) continue;
+    if (p->hedge_worker == from) {  // the hedge died: the first worker still has it
+      p->hedge_worker.clear();
+      continue;
+    }
+    if (p->worker != from) continue;  // queued, or sent elsewhere meanwhile
+    if (!p->hedge_worker.empty()) {   // the hedge carries it on
+      p->worker = std::exchange(p->hedge_worker, {});
+      continue;
+    }
     p->worker.clear();
     Dispatch(id, now, Admission::kAdmitted);
   }
+}
+
+void Dispatcher::Answered(const std::string& model, std::chrono::microseconds latency,
+                          Clock::time_point now) {
+  if (auto it = queues_.find(model); it != queues_.end()) it->second.latency.Record(latency, now);
+}
+
+void Dispatcher::Hedge(Clock::time_point now) {
+  for (auto& [model, queue] : queues_) {
+    if (queue.sent.empty()) continue;
+    if (!queue.hedge_after_at || now < *queue.hedge_after_at ||
+        now - *queue.hedge_after_at >= std::chrono::milliseconds(10)) {
+      const ModelOptions& options = options_.ForModel(model);
+      const auto p99 = std::chrono::duration<double, std::milli>(options.hedge_after_p99 *
+                                                                 queue.latency.PercentileMs(0.99));
+      queue.hedge_after = std::max<Clock::duration>(
+          options.hedge_min, std::chrono::duration_cast<Clock::duration>(p99));
+      queue.hedge_after_at = now;
+    }
+    const Clock::duration after = queue.hedge_after;
+    while (!queue.sent.empty() && queue.sent.front().sent + after <= now) {
+      const SendOrder::Entry due = queue.sent.front();
+      queue.sent.pop();
+      PendingRequest* p = requests_.Find(due.id);
+      // Answered, queued again, sent again since (its own entry), or hedged already.
+      if (p == nullptr || p->worker.empty() || p->sent_at != due.sent || !p->hedge_worker.empty()) {
+        continue;
+      }
+      SendHedge(due.id, *p, *queue.policy, now);
+    }
+  }
+}
+
+bool Dispatcher::SendHedge(std::uint64_t id, PendingRequest& p, Policy& policy,
+                           Clock::time_point now) {
+  std::vector<WorkerState*>& candidates = candidates_;
+  candidates.clear();
+  if (const auto version = workers_.Resolve(p.model, p.version)) {
+    workers_.Candidates(p.model, *version, &candidates);
+  }
+  const std::uint32_t texts = p.text_count;
+  std::erase_if(candidates,
+                [&](const WorkerState* w) { return w->id == p.worker || !w->HasCreditFor(texts); });
+  if (candidates.empty()) return false;
+  WorkerState* worker = policy.Choose(p.model, candidates, now);
+  zmq::message_t body;
+  body.copy(p.body);
+  // A failed send is left alone: heartbeats tell whether that worker is gone.
+  if (!transport_.RequestToWorker(worker->id, id, std::move(body), Budget(p, now))) return false;
+  p.hedge_worker = worker->id;
+  p.hedge_sent_at = now;
+  worker->Take(id, texts);
+  ++hedges_;
+  spdlog::debug(
+      "request {} for {} hedged: '{}' held it {} ms; sent to '{}' too", id, p.model, p.worker,
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - p.sent_at).count(), worker->id);
+  return true;
 }
 
 void Dispatcher::FailQueued(const std::function<bool(const std::string&, std::uint32_t)>& known,

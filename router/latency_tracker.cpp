@@ -46,10 +46,11 @@ double LatencyTracker::PeakEwmaMs(Clock::time_point now) const {
 double LatencyTracker::PercentileMs(double q) const {
   const std::size_t n = std::min(samples_, kWindow);
   if (n == 0) return 0;
-  std::vector<float> sorted(window_.begin(), window_.begin() + static_cast<std::ptrdiff_t>(n));
+  std::array<float, kWindow> sorted = window_;  // on the stack: no allocation
   const auto k =
       static_cast<std::size_t>(std::clamp(q, 0.0, 1.0) * static_cast<double>(n - 1) + 0.5);
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end());
+  const auto end = sorted.begin() + static_cast<std::ptrdiff_t>(n);
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), end);
   return sorted[k];
 }
 

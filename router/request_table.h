@@ -37,6 +37,10 @@ struct PendingRequest {
   // the bytes (docs/performance.md "The router's own cost").
   zmq::message_t body{};
   std::string worker{};  // routing id of the worker it went to; empty while queued
+  // The second worker a hedge went to (router/dispatcher.h), while it holds it; the first of
+  // the two to answer answers the client.
+  std::string hedge_worker{};
+  Clock::time_point hedge_sent_at{};  // when the hedge left
   Clock::time_point deadline{};
   bool deadline_armed = false;      // ArmDeadline was called (the deadline heap holds it)
   Clock::time_point sent_at{};      // of the current attempt, for latency

@@ -52,8 +52,11 @@ Router::State::State(RouterOptions o)
       dispatcher(options, workers, requests, transport,
                  [this](const std::string& worker) { DropWorker(worker, "unreachable"); }),
       controls(transport, workers, requests, options.control_timeout),
+      // Workers find a restarted router within their liveness (their link falls silent) and
+      // a reconnect backoff of up to two heartbeats (worker/router_link.h): until then every
+      // model counts as known, and requests wait for them.
       catalog(options.model_retention,
-              Clock::now() + options.heartbeat_interval * options.liveness) {
+              Clock::now() + options.heartbeat_interval * (options.liveness + 2)) {
   ConfigureRouterSocket(frontend, /*handover=*/false);
   frontend.set(zmq::sockopt::maxmsgsize, options.max_message_bytes);
   ConfigureRouterSocket(backend, /*handover=*/true);
@@ -132,6 +135,7 @@ void Router::State::Run(const std::atomic<bool>& stop) {
     requests.ExpireDeadlines(now);
     controls.Expire(now);
     PurgeSilentWorkers(now);
+    dispatcher.Hedge(now);
     if (in_grace && !catalog.InGrace(now)) {
       in_grace = false;
       dispatcher.FailQueued([&](const std::string& m, std::uint32_t v) { return Known(m, v, now); },
@@ -405,7 +409,7 @@ void Router::State::HandleRegistration(const std::string& id, const protocol::Me
     dispatcher.FailQueued([&](const std::string& m, std::uint32_t v) { return Known(m, v, now); },
                           now);
   }
-  dispatcher.Redispatch(orphans, now);
+  dispatcher.Redispatch(orphans, id, now);
   dispatcher.DrainQueues(models, now);
 }
 
@@ -414,18 +418,24 @@ void Router::State::HandleResult(WorkerState& worker, protocol::Message& message
   worker.Release(message.request_id);
   PendingRequest* p = requests.Find(message.request_id);
   // A late result for a request that timed out or was re-dispatched elsewhere is dropped: the
-  // client already has (or will get) its one reply.
-  if (p != nullptr && p->worker == worker.id) {
+  // client already has (or will get) its one reply. Of a hedged request's two workers, the
+  // first to answer answers the client (router/dispatcher.h).
+  if (p != nullptr && (p->worker == worker.id || p->hedge_worker == worker.id)) {
     const auto now = Clock::now();
     if (message.command == Command::kReply) {
       worker.full = false;
       ++worker.completed;
-      worker.latency.Record(std::chrono::duration_cast<std::chrono::microseconds>(now - p->sent_at),
-                            now);
+      // This worker's own time: from the hedge's send when it answers a hedge, so that the
+      // time a stalled worker held the request never raises the model's hedge time.
+      const auto sent = p->hedge_worker == worker.id ? p->hedge_sent_at : p->sent_at;
+      const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(now - sent);
+      worker.latency.Record(latency, now);
+      dispatcher.Answered(p->model, latency, now);
       health.RecordAnswer(worker.id, /*error=*/false);
-      const double seconds = std::chrono::duration<double>(now - p->sent_at).count();
-      RouterMetrics::Observe(metrics.dispatch, p->model, seconds);
-      RouterMetrics::Observe(metrics.worker_dispatch, worker.id, seconds);
+      RouterMetrics::Observe(metrics.dispatch, p->model,
+                             std::chrono::duration<double>(now - p->sent_at).count());
+      RouterMetrics::Observe(metrics.worker_dispatch, worker.id,
+                             std::chrono::duration<double>(now - sent).count());
       // Without a cache nobody needs what is inside: the worker's frame goes to the client as
       // it is, uncopied. Metrics read their two numbers where they lie (common/reply_stats.h).
       zmq::message_t body = std::move(message.frame);
@@ -445,9 +455,7 @@ void Router::State::HandleResult(WorkerState& worker, protocol::Message& message
           RouterMetrics::Observe(metrics.batch_size, p->model, reply.batch_size, /*batch=*/true);
           std::uint64_t& tokens = metrics.tokens[p->model];
           for (const std::uint32_t t : reply.tokens) tokens += t;
-          if (cache_front) {
-            body = zmq::message_t(cache_front->Complete(*p, body.to_string_view(), reply));
-          }
+          body = zmq::message_t(cache_front->Complete(*p, body.to_string_view(), reply));
         }
       }
       if (body.empty()) {
@@ -483,7 +491,7 @@ void Router::State::DropWorker(const std::string& id, const std::string& why) {
     health.RecordDead(id, why, now);
   }
   metrics.worker_dispatch.erase(id);
-  dispatcher.Redispatch(workers.Remove(id), now);
+  dispatcher.Redispatch(workers.Remove(id), id, now);
   controls.WorkerGone(id, why);
 }
 
@@ -508,6 +516,7 @@ void Router::State::HeartbeatWorkers(Clock::time_point now) {
 void Router::State::PublishMetrics(Clock::time_point now) {
   health.Update(workers, now);
   if (!metrics_server) return;
+  metrics.hedges = dispatcher.hedges();
   if (redis) {
     metrics.cache_redis_errors = redis->errors();
     metrics.cache_redis_up = redis->connected();

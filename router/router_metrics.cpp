@@ -127,6 +127,9 @@ std::string RenderMetrics(const RouterMetrics& m, const RouterSnapshot& s) {
                 1);
     }
   }
+  out.Counter("ember_router_hedges_total",
+              "Requests sent to a second worker after the first held them past the hedge time.", {},
+              static_cast<double>(m.hedges));
   out.Counter("ember_router_cache_hits_total", "Texts answered from the embedding cache.", {},
               static_cast<double>(m.cache_hits));
   out.Counter("ember_router_cache_misses_total", "Texts looked up in the cache and not found.", {},

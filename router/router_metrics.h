@@ -26,8 +26,9 @@ struct RouterMetrics {
   std::map<std::string, metrics::Histogram> worker_dispatch;  // by worker
   std::map<std::string, metrics::Histogram> batch_size;       // by model, from each reply
   std::map<std::string, std::uint64_t> tokens;                // by model: what workers ran
-  std::uint64_t cache_hits = 0;                               // texts answered from the cache
-  std::uint64_t cache_misses = 0;                             // texts looked up and not found
+  std::uint64_t hedges = 0;        // requests sent to a second worker (copied from the Dispatcher)
+  std::uint64_t cache_hits = 0;    // texts answered from the cache
+  std::uint64_t cache_misses = 0;  // texts looked up and not found
   // The Redis tier (texts that missed the in-memory cache): found there, not
   // found (or not answered within the wait), and the tier's own errors
   // (connects, commands), copied from RedisTier when metrics are rendered.

@@ -34,6 +34,18 @@ const settings::Table<ModelOptions>& ModelSettings() {
         .Doc(
             "Requests per model that may wait in the router for a worker with free capacity;\n"
             "beyond this, clients get OVERLOADED at once.");
+    t.Real(
+         "hedge-after-p99", "hedge a request held this many times the model's p99 (0: never)",
+         [](auto& m) -> auto& { return m.hedge_after_p99; }, 0.0, 1000.0)
+        .Doc(
+            "A request a worker has held this many times the p99 of the model's last 256\n"
+            "replies (and at least hedge-min-ms) is sent once more to another worker with free\n"
+            "capacity; the first answer goes to the client. A stopped, dying or cut-off worker\n"
+            "then costs its requests about this long, not the heartbeats' liveness. 0: never.");
+    t.Duration(
+         "hedge-min-ms", "never hedge a request sooner than this",
+         [](auto& m) -> auto& { return m.hedge_min; }, 1, 3'600'000)
+        .Doc("The shortest time a worker holds a request before it is hedged, in milliseconds.");
     return t;
   }();
   return table;
@@ -219,7 +231,7 @@ std::string RenderRouterConfig() {
          "# router's long flags; a flag on the command line wins. Unknown keys are an error.\n" +
          RouterSettings().Render(shipped) + ModelSettings().Render(shipped.model_defaults) +
          "\n"
-         "# Per-model overrides of policy and max-queue.\n"
+         "# Per-model overrides of policy, max-queue and hedging.\n"
          "# [models.bge-small]\n"
          "# policy = \"least_connections\"\n"
          "# max-queue = 4096\n"

@@ -17,6 +17,11 @@ namespace ember::router {
 struct ModelOptions {
   PolicyKind policy = PolicyKind::kAdaptive;
   std::size_t max_queue = 1024;  // requests waiting for worker credit
+  // Hedging (router/dispatcher.h): a request a worker holds longer than hedge_after_p99 x the
+  // p99 of the model's recent replies, and at least hedge_min, goes once more to another
+  // worker; the first answer wins. 0: never.
+  double hedge_after_p99 = 4.0;
+  std::chrono::milliseconds hedge_min{100};
 };
 
 struct RouterOptions {

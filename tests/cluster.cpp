@@ -69,7 +69,15 @@ void Cluster::AddWorker(const std::string& id, const std::vector<std::size_t>& r
     argv.push_back(m);
   }
   argv.insert(argv.end(), options_.worker_args.begin(), options_.worker_args.end());
-  workers_.push_back(std::make_unique<Process>(argv, (dir_.path() / (id + ".log")).string()));
+  const std::string log = (dir_.path() / (id + ".log")).string();
+  workers_.push_back(std::make_unique<Process>(argv, log));
+  worker_starts_.emplace_back(std::move(argv), log);
+}
+
+void Cluster::RestartWorker(std::size_t i) {
+  workers_.at(i)->Signal(SIGKILL);
+  const auto& [argv, log] = worker_starts_.at(i);
+  workers_[i] = std::make_unique<Process>(argv, log);
 }
 
 Cluster::~Cluster() {

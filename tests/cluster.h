@@ -46,8 +46,11 @@ class Cluster {
 
   Process& router(std::size_t i = 0) { return *routers_.at(i).process; }
   Process& worker(std::size_t i) { return *workers_.at(i); }
+  std::size_t workers() const { return workers_.size(); }
   // Starts one more worker with routing id `id`, attached to `routers` (empty: all).
   void AddWorker(const std::string& id, const std::vector<std::size_t>& routers = {});
+  // Kills worker `i` with SIGKILL and starts it again as it was (same id, routers, flags).
+  void RestartWorker(std::size_t i);
   // Kills router `i` with SIGKILL and starts a new one on the same endpoints.
   void RestartRouter(std::size_t i = 0);
   void KillRouter(std::size_t i) { routers_.at(i).process->Signal(SIGKILL); }
@@ -70,6 +73,7 @@ class Cluster {
   TempDir dir_;
   std::vector<RouterProcess> routers_;
   std::vector<std::unique_ptr<Process>> workers_;
+  std::vector<std::pair<std::vector<std::string>, std::string>> worker_starts_;  // argv, log
 };
 
 // Paths baked in by CMake.

@@ -120,6 +120,7 @@ TEST(RouterAllocationTest, AWarmRequestCostsAtMostTheHeaderParsersStack) {
         if (PendingRequest* p = requests.Find(slot)) {
           WorkerState* w = workers.Find(p->worker);
           w->Release(slot);
+          dispatcher.Answered(p->model, std::chrono::microseconds(400), now);
           requests.Reply(slot, zmq::message_t(reply.data(), reply.size()), now);
           dispatcher.DrainQueues(w->models, now);
         }
@@ -136,6 +137,7 @@ TEST(RouterAllocationTest, AWarmRequestCostsAtMostTheHeaderParsersStack) {
       requests.ArmDeadline(id, now + std::chrono::milliseconds(header.timeout_ms));
       dispatcher.Dispatch(id, now);
       requests.ExpireDeadlines(now);
+      dispatcher.Hedge(now);  // as every turn of the router's loop
       slot = id;
     }
   };
@@ -183,18 +185,18 @@ TEST(RouterAllocationTest, MetricsReadARepliesNumbersWithoutItsVectors) {
   };
   protocol::EmbedReplyStats stats;
   bool read_ok = true;
-  const std::uint64_t in_place =
-      bytes_per_read([&] { read_ok &= protocol::Decode(body, &stats); });
+  const std::uint64_t in_place = bytes_per_read([&] { read_ok &= protocol::Decode(body, &stats); });
   protocol::EmbedReply full;
   std::string error;
   const std::uint64_t decoded = bytes_per_read([&] { protocol::Decode(body, &full, &error); });
   ASSERT_TRUE(read_ok);
   EXPECT_EQ(stats.batch_size, 64u);
   EXPECT_EQ(stats.tokens, 32u * 12u);
-  std::printf("bytes allocated per reply read: %llu in place, %llu by the full decoder (%llu of "
-              "vectors)\n",
-              static_cast<unsigned long long>(in_place), static_cast<unsigned long long>(decoded),
-              static_cast<unsigned long long>(vector_bytes));
+  std::printf(
+      "bytes allocated per reply read: %llu in place, %llu by the full decoder (%llu of "
+      "vectors)\n",
+      static_cast<unsigned long long>(in_place), static_cast<unsigned long long>(decoded),
+      static_cast<unsigned long long>(vector_bytes));
   EXPECT_GE(decoded, vector_bytes) << "the measure sees the full decoder's copy";
   EXPECT_LT(in_place, 1024u) << "no copy of the vectors";
 }

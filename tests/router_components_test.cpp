@@ -46,7 +46,7 @@ class RouterComponentsTest : public ::testing::Test {
       : requests_(transport_, metrics_),
         dispatcher_(options_, workers_, requests_, transport_, [this](const std::string& worker) {
           dropped_.push_back(worker);
-          dispatcher_.Redispatch(workers_.Remove(worker), t0);
+          dispatcher_.Redispatch(workers_.Remove(worker), worker, t0);
         }) {
     options_.model_defaults.policy = PolicyKind::kRoundRobin;
     options_.model_defaults.max_queue = 2;
@@ -249,7 +249,7 @@ TEST_F(RouterComponentsTest, AnAdmittedRequestIsNeverShedByTheQueuesBound) {
   w1.Release(a);  // w1 answers a with OVERLOADED; the router drains the queues afterwards
   dispatcher_.WorkerFull(w1, a);
   dispatcher_.DrainQueue("m", t0);
-  dispatcher_.Redispatch(workers_.Remove("w1"), t0);  // and then dies with b and c
+  dispatcher_.Redispatch(workers_.Remove("w1"), "w1", t0);  // and then dies with b and c
   EXPECT_EQ(transport_.to_clients.size(), 0u) << "a client heard of the workers' trouble";
   EXPECT_EQ(dispatcher_.QueueDepths().at("m"), 5u);
   EXPECT_EQ(dispatcher_.Dispatch(Accept(), t0), Dispatcher::Outcome::kFailed)
@@ -258,6 +258,67 @@ TEST_F(RouterComponentsTest, AnAdmittedRequestIsNeverShedByTheQueuesBound) {
   dispatcher_.DrainQueue("m", t0);
   ASSERT_EQ(transport_.to_workers.size(), 8u);
   EXPECT_EQ(transport_.to_workers[3].request_id, a) << "the bounced request first";
+}
+
+// Hedging: a request its worker holds past the model's hedge time goes once more to another
+// worker with credit, taking credit there; the hedge time is hedge-min-ms until the model's
+// replies say more (hedge-after-p99 x their p99).
+TEST_F(RouterComponentsTest, AHeldRequestIsHedgedOnceToAnotherWorker) {
+  workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
+  workers_.Register("w2", Ready(4, {M("m", 1)}), t0);
+  const auto a = Accept();
+  ASSERT_EQ(dispatcher_.Dispatch(a, t0), Dispatcher::Outcome::kSent);
+  const std::string first = transport_.to_workers.at(0).peer;
+  const std::string second = first == "w1" ? "w2" : "w1";
+  dispatcher_.Hedge(t0 + 99ms);
+  EXPECT_EQ(transport_.to_workers.size(), 1u) << "hedged before hedge-min-ms";
+  dispatcher_.Hedge(t0 + 100ms);
+  ASSERT_EQ(transport_.to_workers.size(), 2u);
+  EXPECT_EQ(transport_.to_workers[1].peer, second);
+  EXPECT_EQ(transport_.to_workers[1].request_id, a);
+  EXPECT_EQ(requests_.Find(a)->worker, first);
+  EXPECT_EQ(requests_.Find(a)->hedge_worker, second);
+  EXPECT_EQ(requests_.Find(a)->attempts, 1) << "a hedge is no attempt";
+  EXPECT_EQ(workers_.Find(second)->in_flight_texts, 1u) << "the hedge takes credit";
+  dispatcher_.Hedge(t0 + 10s);
+  EXPECT_EQ(dispatcher_.hedges(), 1u) << "once";
+
+  // The model's replies take 100 ms: its hedge time is 4 x that.
+  for (int i = 0; i < 100; ++i) dispatcher_.Answered("m", 100ms, t0);
+  const auto b = Accept();
+  ASSERT_EQ(dispatcher_.Dispatch(b, t0), Dispatcher::Outcome::kSent);
+  dispatcher_.Hedge(t0 + 399ms);
+  EXPECT_EQ(dispatcher_.hedges(), 1u);
+  dispatcher_.Hedge(t0 + 400ms);
+  EXPECT_EQ(dispatcher_.hedges(), 2u);
+}
+
+// A hedged request whose first worker dies is carried on by the hedge (no third copy); one
+// whose hedge dies is left to its first worker. With hedging off nothing is hedged.
+TEST_F(RouterComponentsTest, AHedgeOutlivesEitherWorker) {
+  workers_.Register("w1", Ready(4, {M("m", 1)}), t0);
+  workers_.Register("w2", Ready(4, {M("m", 1)}), t0);
+  const auto a = Accept(), b = Accept();
+  ASSERT_EQ(dispatcher_.Dispatch(a, t0), Dispatcher::Outcome::kSent);
+  ASSERT_EQ(dispatcher_.Dispatch(b, t0), Dispatcher::Outcome::kSent);
+  dispatcher_.Hedge(t0 + 1s);
+  ASSERT_EQ(dispatcher_.hedges(), 2u);
+  const std::string a_first = requests_.Find(a)->worker;
+  const std::string a_hedge = requests_.Find(a)->hedge_worker;
+  dispatcher_.Redispatch(workers_.Remove(a_first), a_first, t0 + 1s);
+  EXPECT_EQ(transport_.to_workers.size(), 4u) << "nothing sent again: the hedges carry on";
+  EXPECT_EQ(requests_.Find(a)->worker, a_hedge);
+  EXPECT_TRUE(requests_.Find(a)->hedge_worker.empty());
+  // b went first to the other worker and its hedge to the dead one: left to its first worker.
+  EXPECT_EQ(requests_.Find(b)->worker, a_hedge);
+  EXPECT_TRUE(requests_.Find(b)->hedge_worker.empty());
+
+  options_.model_defaults.hedge_after_p99 = 0;
+  const auto c = Accept();
+  ASSERT_EQ(dispatcher_.Dispatch(c, t0), Dispatcher::Outcome::kSent);
+  workers_.Register("w3", Ready(4, {M("m", 1)}), t0);
+  dispatcher_.Hedge(t0 + 1h);
+  EXPECT_EQ(dispatcher_.hedges(), 2u);
 }
 
 TEST_F(RouterComponentsTest, AnsweredRequestsDoNotPileUpInTheDeadlineHeap) {
@@ -289,7 +350,7 @@ TEST_F(RouterComponentsTest, RequestsOfADeadWorkerGoToAnother) {
   const auto a = Accept();
   dispatcher_.Dispatch(a, t0);
   workers_.Register("w2", Ready(4, {M("m", 1)}), t0);
-  dispatcher_.Redispatch(workers_.Remove("w1"), t0);
+  dispatcher_.Redispatch(workers_.Remove("w1"), "w1", t0);
   ASSERT_EQ(transport_.to_workers.size(), 2u);
   EXPECT_EQ(transport_.to_workers[1].peer, "w2");
   EXPECT_EQ(transport_.to_workers[1].request_id, a);
