@@ -173,9 +173,10 @@ void Dispatcher::Redispatch(const std::vector<std::uint64_t>& ids, const std::st
   }
 }
 
-void Dispatcher::Answered(const std::string& model, std::chrono::microseconds latency,
-                          Clock::time_point now) {
-  if (auto it = queues_.find(model); it != queues_.end()) it->second.latency.Record(latency, now);
+void Dispatcher::Answered(const std::string& model, std::chrono::microseconds latency) {
+  if (auto it = queues_.find(model); it != queues_.end()) {
+    it->second.latency.Record(std::chrono::duration<double, std::milli>(latency).count());
+  }
 }
 
 void Dispatcher::Hedge(Clock::time_point now) {

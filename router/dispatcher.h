@@ -69,7 +69,7 @@ class Dispatcher {
   void Hedge(Clock::time_point now);
   // A worker answered a request for `model` `latency` after it was sent: the model's hedge time
   // follows its replies.
-  void Answered(const std::string& model, std::chrono::microseconds latency, Clock::time_point now);
+  void Answered(const std::string& model, std::chrono::microseconds latency);
   // Hedges sent so far.
   std::uint64_t hedges() const { return hedges_; }
   // Fails the queued requests for which `known(model, version)` is false with UNKNOWN_MODEL.
@@ -84,8 +84,8 @@ class Dispatcher {
   struct ModelQueue {
     std::deque<std::uint64_t> ids;  // may hold ids already answered (skipped)
     std::unique_ptr<Policy> policy;
-    SendOrder sent;          // requests sent to a worker, to hedge when they are due
-    LatencyTracker latency;  // of the model's replies: its hedge time
+    SendOrder sent;         // requests sent to a worker, to hedge when they are due
+    LatencyWindow latency;  // of the model's replies: its hedge time
     // The hedge time, from `latency` when last worked out (at most every 10 ms: Hedge runs on
     // every turn of the router's loop).
     Clock::duration hedge_after{};

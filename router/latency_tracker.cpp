@@ -20,30 +20,30 @@ LatencyTracker::LatencyTracker(std::chrono::milliseconds decay)
 
 void LatencyTracker::Record(std::chrono::microseconds latency, Clock::time_point now) {
   const double ms = static_cast<double>(latency.count()) / 1000.0;
-  ewma_ms_ = samples_ == 0 ? ms : ewma_ms_ + kEwmaWeight * (ms - ewma_ms_);
+  const bool first = empty();
+  ewma_ms_ = first ? ms : ewma_ms_ + kEwmaWeight * (ms - ewma_ms_);
   // Peak EWMA: a slower sample takes effect at once; a faster one is blended
   // in with a weight that grows with the time since the last sample.
   const double current = PeakEwmaMs(now);
-  if (samples_ == 0 || ms > current) {
+  if (first || ms > current) {
     peak_ms_ = ms;
   } else {
     const double w = std::exp(-Millis(now - peak_at_) / decay_ms_);
     peak_ms_ = current * w + ms * (1 - w);
   }
   peak_at_ = now;
-  window_[samples_ % kWindow] = static_cast<float>(ms);
-  ++samples_;
+  window_.Record(ms);
 }
 
 double LatencyTracker::PeakEwmaMs(Clock::time_point now) const {
-  if (samples_ == 0) return 0;
+  if (empty()) return 0;
   // Without new samples the peak decays towards the plain EWMA, so a worker
   // that was slow once is tried again eventually.
   const double w = std::exp(-std::max(0.0, Millis(now - peak_at_)) / decay_ms_);
   return ewma_ms_ + (peak_ms_ - ewma_ms_) * w;
 }
 
-double LatencyTracker::PercentileMs(double q) const {
+double LatencyWindow::PercentileMs(double q) const {
   const std::size_t n = std::min(samples_, kWindow);
   if (n == 0) return 0;
   std::array<float, kWindow> sorted = window_;  // on the stack: no allocation

@@ -11,6 +11,24 @@
 
 namespace ember::router {
 
+// The last kWindow response times, for percentiles. Recording one is a store.
+class LatencyWindow {
+ public:
+  static constexpr std::size_t kWindow = 256;
+
+  void Record(double ms) {
+    window_[samples_ % kWindow] = static_cast<float>(ms);
+    ++samples_;
+  }
+  std::size_t samples() const { return samples_; }
+  // Percentile q in [0, 1] of the last kWindow samples, in milliseconds; 0 when empty.
+  double PercentileMs(double q) const;
+
+ private:
+  std::array<float, kWindow> window_{};
+  std::size_t samples_ = 0;
+};
+
 class LatencyTracker {
  public:
   using Clock = std::chrono::steady_clock;
@@ -21,24 +39,23 @@ class LatencyTracker {
 
   void Record(std::chrono::microseconds latency, Clock::time_point now);
 
-  bool empty() const { return samples_ == 0; }
-  std::size_t samples() const { return samples_; }
+  bool empty() const { return window_.samples() == 0; }
+  std::size_t samples() const { return window_.samples(); }
   // Plain EWMA (weight 0.2 per sample), in milliseconds; 0 when empty.
   double ewma_ms() const { return ewma_ms_; }
   // Peak EWMA in milliseconds as of `now`; 0 when empty.
   double PeakEwmaMs(Clock::time_point now) const;
   // Percentile q in [0, 1] of the last kWindow samples, in milliseconds.
-  double PercentileMs(double q) const;
+  double PercentileMs(double q) const { return window_.PercentileMs(q); }
 
-  static constexpr std::size_t kWindow = 256;
+  static constexpr std::size_t kWindow = LatencyWindow::kWindow;
 
  private:
   double decay_ms_;
   double ewma_ms_ = 0;
   double peak_ms_ = 0;
   Clock::time_point peak_at_{};
-  std::array<float, kWindow> window_{};
-  std::size_t samples_ = 0;
+  LatencyWindow window_;
 };
 
 }  // namespace ember::router

@@ -430,7 +430,7 @@ void Router::State::HandleResult(WorkerState& worker, protocol::Message& message
       const auto sent = p->hedge_worker == worker.id ? p->hedge_sent_at : p->sent_at;
       const auto latency = std::chrono::duration_cast<std::chrono::microseconds>(now - sent);
       worker.latency.Record(latency, now);
-      dispatcher.Answered(p->model, latency, now);
+      dispatcher.Answered(p->model, latency);
       health.RecordAnswer(worker.id, /*error=*/false);
       RouterMetrics::Observe(metrics.dispatch, p->model,
                              std::chrono::duration<double>(now - p->sent_at).count());

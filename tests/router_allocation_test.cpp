@@ -120,7 +120,7 @@ TEST(RouterAllocationTest, AWarmRequestCostsAtMostTheHeaderParsersStack) {
         if (PendingRequest* p = requests.Find(slot)) {
           WorkerState* w = workers.Find(p->worker);
           w->Release(slot);
-          dispatcher.Answered(p->model, std::chrono::microseconds(400), now);
+          dispatcher.Answered(p->model, std::chrono::microseconds(400));
           requests.Reply(slot, zmq::message_t(reply.data(), reply.size()), now);
           dispatcher.DrainQueues(w->models, now);
         }

@@ -284,7 +284,7 @@ TEST_F(RouterComponentsTest, AHeldRequestIsHedgedOnceToAnotherWorker) {
   EXPECT_EQ(dispatcher_.hedges(), 1u) << "once";
 
   // The model's replies take 100 ms: its hedge time is 4 x that.
-  for (int i = 0; i < 100; ++i) dispatcher_.Answered("m", 100ms, t0);
+  for (int i = 0; i < 100; ++i) dispatcher_.Answered("m", 100ms);
   const auto b = Accept();
   ASSERT_EQ(dispatcher_.Dispatch(b, t0), Dispatcher::Outcome::kSent);
   dispatcher_.Hedge(t0 + 399ms);
