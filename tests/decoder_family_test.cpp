@@ -110,6 +110,19 @@ TEST_F(DecoderFamilyTest, Qwen3EmbeddingConfig) {
   EXPECT_NEAR(static_cast<double>(n.total), 596e6, 2e6);
 }
 
+// With head_dim given, the heads need not divide hidden_size: the projections are heads x
+// head_dim wide (the check used to refuse such a config).
+TEST_F(DecoderFamilyTest, HeadDimFreesTheHeadsFromDividingTheHiddenSize) {
+  json config = Qwen3Embedding06B();
+  config["num_attention_heads"] = 24;  // 1024 / 24 is no whole number
+  config["num_key_value_heads"] = 8;
+  const EncoderConfig c = Parse(config).config;
+  EXPECT_EQ(c.head_size(), 128);
+  EXPECT_EQ(c.q_width(), 24 * 128);
+  config.erase("head_dim");
+  EXPECT_THROW(Parse(config), std::exception) << "without head_dim the split must be even";
+}
+
 TEST_F(DecoderFamilyTest, TransformersFiveFormAndBidirectional) {
   json config = Qwen3Embedding06B();
   config.erase("rope_theta");

@@ -83,7 +83,9 @@ void ReadShape(const Json& j, const fs::path& file, EncoderConfig& c) {
   c.intermediate = PositiveInt(j, "intermediate_size", file);
   c.vocab = PositiveInt(j, "vocab_size", file);
   c.max_pos = PositiveInt(j, "max_position_embeddings", file);
-  if (c.hidden % c.heads != 0) {
+  // With an explicit head_dim (decoders), heads need not split hidden_size evenly: the
+  // attention projections have their own width (heads x head_dim).
+  if (j.find("head_dim") == j.end() && c.hidden % c.heads != 0) {
     Fail(file.string() + ": hidden_size " + std::to_string(c.hidden) +
          " is not divisible by num_attention_heads " + std::to_string(c.heads));
   }
