@@ -246,6 +246,8 @@ def main(argv=None):
     ap.add_argument("--pooling", choices=("mean", "cls", "lasttoken"),
                     help="default: mean for an encoder, lasttoken for a decoder")
     ap.add_argument("--max-seq-length", dest="max_seq_length", type=int, default=512)
+    ap.add_argument("--classifier-pooling", choices=("cls", "mean"),
+                    help="ModernBERT classifiers: the config's classifier_pooling")
     ap.add_argument("--labels", type=lambda s: s.split(","),
                     help="comma-separated label names: a ...ForSequenceClassification folder")
     ap.add_argument("--bidirectional", action="store_true", help="a decoder with is_causal false")
@@ -281,6 +283,8 @@ def main(argv=None):
     if args.labels:
         config.id2label = dict(enumerate(args.labels))
         config.label2id = {n: i for i, n in enumerate(args.labels)}
+    if args.classifier_pooling:
+        config.classifier_pooling = args.classifier_pooling
     torch.manual_seed(args.seed)
     model_class = classifier_name if args.labels else model_name
     model = getattr(transformers, model_class)(config).eval()

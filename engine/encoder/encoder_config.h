@@ -68,6 +68,11 @@ struct EncoderConfig {
   // are the classifier head's logits, one per label (id2label in id order, else num_labels'
   // "LABEL_i", else HF's two). Empty: an encoder that embeds.
   std::vector<std::string> labels{};
+  // A classifier's head: the mean of the last hidden states instead of the first token's
+  // (ModernBERT's classifier_pooling "mean"), and GELU instead of tanh after its dense layer
+  // (ModernBERT's classifier_activation).
+  bool classifier_mean = false;
+  bool classifier_gelu = false;
 
   // The longest sequence the position table takes.
   int64_t max_tokens() const { return max_pos - position_offset; }
@@ -128,8 +133,12 @@ struct EncoderLayout {
   // The classifier head: `head_dense` (tanh after it) then `head_out`, the logits. BERT: the
   // pooler, part of the base model (under the prefix), then "classifier"; RoBERTa's
   // RobertaClassificationHead: "classifier.dense" then "classifier.out_proj", outside it.
+  // ModernBERT's: "head.dense" (a bias only with classifier_bias), GELU, then a LayerNorm
+  // `head_norm` ("head.norm", with a bias as norm_bias says), then "classifier".
   std::string head_dense = "pooler.dense", head_out = "classifier";
   bool head_dense_in_base = true;
+  bool head_dense_bias = true;
+  std::string head_norm;  // empty: none
 };
 
 struct EncoderSpec {

@@ -408,8 +408,8 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
   }
   impl->normalize = options.normalize;
   if (!c.labels.empty()) {
-    // A classifier's head reads the [CLS] token's hidden state as it is.
-    impl->pooling = Pooling::kCls;
+    // A classifier's head reads the [CLS] token's hidden state (or their mean) as it is.
+    impl->pooling = c.classifier_mean ? Pooling::kMean : Pooling::kCls;
     impl->normalize = false;
   }
   impl->threads = options.threads;
@@ -609,7 +609,13 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       ClassifierHead head;
       const std::string dense = (layout.head_dense_in_base ? prefix : "") + layout.head_dense;
       head.dense_w = LoadTensor(file, dense + ".weight", {h, h});
-      head.dense_b = LoadTensor(file, dense + ".bias", {h});
+      if (layout.head_dense_bias) head.dense_b = LoadTensor(file, dense + ".bias", {h});
+      head.gelu = c.classifier_gelu;
+      if (!layout.head_norm.empty()) {
+        head.norm_w = LoadTensor(file, layout.head_norm + ".weight", {h});
+        if (layout.norm_bias) head.norm_b = LoadTensor(file, layout.head_norm + ".bias", {h});
+        head.norm_eps = c.eps;
+      }
       head.w = LoadTensor(file, layout.head_out + ".weight", {labels, h});
       head.b = LoadTensor(file, layout.head_out + ".bias", {labels});
       impl->head = std::move(head);
@@ -704,12 +710,12 @@ std::vector<float> EncoderModel::Embed(const TokenBatch& batch) const {
                                   std::to_string(seq.size()) + " tokens, more than the model's " +
                                   std::to_string(m.cfg.max_tokens()) + " positions");
     }
-    if (const size_t second = batch.second_start(i);
-        second != 0 && (second >= seq.size() || m.cfg.type_vocab < 2)) {
-      throw std::invalid_argument(
-          "EncoderModel::Embed: sequence " + std::to_string(i) + " has its second segment at " +
-          std::to_string(second) + " of " + std::to_string(seq.size()) + " tokens" +
-          (m.cfg.type_vocab < 2 ? ", but the model has one token type" : ""));
+    // A model with one token type (XLM-R, MPNet, ModernBERT: no token_type_ids in HF) reads
+    // every token as type 0, whatever segments its tokenizer marks.
+    if (const size_t second = batch.second_start(i); second != 0 && second >= seq.size()) {
+      throw std::invalid_argument("EncoderModel::Embed: sequence " + std::to_string(i) +
+                                  " has its second segment at " + std::to_string(second) + " of " +
+                                  std::to_string(seq.size()) + " tokens");
     }
     for (int32_t id : seq) {
       if (id < 0 || id >= m.cfg.vocab) {
@@ -774,7 +780,8 @@ std::vector<float> EncoderModel::Embed(const TokenBatch& batch) const {
     at::Tensor mask_t = at::zeros({b, len}, host.dtype(at::kFloat));
     at::Tensor pos_t = at::full({b, len}, m.cfg.position_offset, host.dtype(at::kLong));
     at::Tensor type_t;  // only for pairs; undefined: all token type 0
-    if (batch.has_pairs()) type_t = at::zeros({b, len}, host.dtype(at::kLong));
+    const bool typed = batch.has_pairs() && m.cfg.type_vocab > 1;
+    if (typed) type_t = at::zeros({b, len}, host.dtype(at::kLong));
     auto* id_p = id_t.data_ptr<int64_t>();
     auto* mask_p = mask_t.data_ptr<float>();
     std::vector<int64_t> starts(batch.size()), lens(batch.size());
@@ -785,7 +792,7 @@ std::vector<float> EncoderModel::Embed(const TokenBatch& batch) const {
       std::copy(seq.begin(), seq.end(), id_p + i * len);
       PositionRows(seq, m.cfg.position_offset, m.cfg.pad_id, pos_t.data_ptr<int64_t>() + i * len);
       std::fill_n(mask_p + i * len, seq.size(), 1.0f);
-      if (const size_t second = batch.second_start(static_cast<size_t>(i)); second != 0) {
+      if (const size_t second = batch.second_start(static_cast<size_t>(i)); typed && second != 0) {
         std::fill_n(type_t.data_ptr<int64_t>() + i * len + static_cast<int64_t>(second),
                     static_cast<int64_t>(seq.size() - second), int64_t{1});
       }
@@ -821,8 +828,9 @@ uint64_t EncoderModel::memory_bytes() const {
     if (t->defined()) bytes += t->nbytes();
   }
   if (m.head) {
-    for (const at::Tensor* t : {&m.head->dense_w, &m.head->dense_b, &m.head->w, &m.head->b}) {
-      bytes += t->nbytes();
+    for (const at::Tensor* t : {&m.head->dense_w, &m.head->dense_b, &m.head->norm_w,
+                                &m.head->norm_b, &m.head->w, &m.head->b}) {
+      if (t->defined()) bytes += t->nbytes();
     }
   }
   for (const Layer& l : m.layers) {

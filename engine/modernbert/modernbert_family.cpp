@@ -33,13 +33,29 @@ double RopeTheta(const Json& j, const char* layer_type, const char* legacy_key, 
 
 EncoderSpec ParseModernBertFamily(const Json& j, const std::filesystem::path& file) {
   using namespace config_json;
-  if (IsSequenceClassifier(j)) {
-    Fail(file.string() + ": ModernBertForSequenceClassification (a ModernBERT cross-encoder or " +
-         "classifier) is not served yet; ModernBERT embedding models are (docs/models.md)");
-  }
   EncoderSpec spec;
   EncoderConfig& c = spec.config;
   c.family = "modernbert";
+  if (IsSequenceClassifier(j)) {
+    // ModernBertForSequenceClassification: pooling, then head.dense, its activation and
+    // head.norm, then classifier (ModernBertPredictionHead).
+    c.labels = Labels(j, file);
+    const std::string pooling = j.value("classifier_pooling", std::string("cls"));
+    if (pooling != "cls" && pooling != "mean") {
+      Fail(file.string() + ": classifier_pooling \"" + pooling + "\" is not supported (cls, mean)");
+    }
+    c.classifier_mean = pooling == "mean";
+    const std::string act = j.value("classifier_activation", std::string("gelu"));
+    if (act != "gelu") {
+      Fail(file.string() + ": classifier_activation \"" + act + "\" is not supported (gelu)");
+    }
+    c.classifier_gelu = true;
+    spec.layout.head_dense = "head.dense";
+    spec.layout.head_dense_in_base = false;
+    spec.layout.head_dense_bias = BoolOr(j, "classifier_bias", file, false);
+    spec.layout.head_norm = "head.norm";
+    spec.layout.head_out = "classifier";
+  }
   ReadShape(j, file, c);
   c.type_vocab = 1;
   c.pre_norm = true;

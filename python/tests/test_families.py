@@ -14,6 +14,8 @@ tokenizer tests, the MPNet ones with all-mpnet-base-v2's):
   - "mpnet": all-mpnet-base-v2's shape (MPNetModel: relative attention bias, no token types)
     cut to four layers, mean pooling, Normalize;
   - "mpnet-reranker": an MPNetForSequenceClassification with one label, two layers;
+  - "modernbert-reranker": a ModernBertForSequenceClassification with one label, two layers,
+    classifier_pooling mean (its head: dense without a bias, GELU, LayerNorm, classifier);
   - "modernbert": ModernBERT-base's shape (pre-norm, RoPE of two thetas, GeGLU, no biases, a
     global layer every three and a 128-token window in the others) cut to four layers, mean
     pooling, max_seq_length 2048, with the trained byte-level BPE; "modernbert-aten" the same
@@ -65,16 +67,18 @@ RERANKER_DIR = os.environ.get("EMBER_XLMR_RERANKER_DIR", "")
 MPNET_DIR = os.environ.get("EMBER_MPNET_DIR", "")
 MPNET_RERANKER_DIR = os.environ.get("EMBER_MPNET_RERANKER_DIR", "")
 MODERNBERT_DIR = os.environ.get("EMBER_MODERNBERT_DIR", "")
+MODERNBERT_RERANKER_DIR = os.environ.get("EMBER_MODERNBERT_RERANKER_DIR", "")
 QWEN3_DIR = os.environ.get("EMBER_QWEN3_DIR", "")
 QWEN3_BIDIRECTIONAL_DIR = os.environ.get("EMBER_QWEN3_BIDIRECTIONAL_DIR", "")
 QWEN2_DIR = os.environ.get("EMBER_QWEN2_DIR", "")
 MISTRAL_DIR = os.environ.get("EMBER_MISTRAL_DIR", "")
 SERVED = (("e5", E5_DIR), ("m3", M3_DIR), ("reranker", RERANKER_DIR), ("mpnet", MPNET_DIR),
           ("mpnet-reranker", MPNET_RERANKER_DIR), ("modernbert", MODERNBERT_DIR),
+          ("modernbert-reranker", MODERNBERT_RERANKER_DIR),
           ("qwen3", QWEN3_DIR), ("qwen3-bidirectional", QWEN3_BIDIRECTIONAL_DIR),
           ("qwen2", QWEN2_DIR), ("mistral", MISTRAL_DIR))
 DECODERS = ("qwen3", "qwen3-aten", "qwen3-bidirectional", "qwen2", "mistral")
-RERANKERS = ("reranker", "mpnet-reranker")
+RERANKERS = ("reranker", "mpnet-reranker", "modernbert-reranker")
 
 # Both sides compute in float32 in a different order; 12 layers stay well inside this.
 TOLERANCE = 1e-5
@@ -283,6 +287,9 @@ class FamiliesTest(unittest.TestCase):
 
     def test_mpnet_rerank_equals_cross_encoder_predict(self):
         self.check_rerank("mpnet-reranker", MPNET_RERANKER_DIR)
+
+    def test_modernbert_rerank_equals_cross_encoder_predict(self):
+        self.check_rerank("modernbert-reranker", MODERNBERT_RERANKER_DIR)
 
 
 if __name__ == "__main__":

@@ -128,7 +128,11 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
       // + position (rows 0..len-1 of the table, contiguous) + token type (0; a pair's
       // second segment 1), then LayerNorm.
       const auto len = lens[static_cast<size_t>(i)];
-      const auto second = static_cast<int64_t>(batch.second_start(first + static_cast<size_t>(i)));
+      // One token type (no type_emb1): a pair's second segment is type 0 too.
+      const auto second =
+          w.type_emb1 == nullptr
+              ? int64_t{0}
+              : static_cast<int64_t>(batch.second_start(first + static_cast<size_t>(i)));
       if (HasPaddingToken(seq, w.pad_id)) {
         // A typed padding token (RoBERTa): each token's own position row, one row at a time.
         std::vector<int64_t> positions(seq.size());
