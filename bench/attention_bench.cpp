@@ -36,6 +36,13 @@ void GemmAttention(const float* qkv, std::span<const int64_t> starts, std::span<
                    int64_t heads, int64_t head_dim, float* ctx) {
   ember::engine::CpuAttention(qkv, starts, lens, {heads, heads, head_dim}, ctx);
 }
+// The same with a decoder's causal mask.
+void CausalGemmAttention(const float* qkv, std::span<const int64_t> starts,
+                         std::span<const int64_t> lens, int64_t heads, int64_t head_dim,
+                         float* ctx) {
+  ember::engine::CpuAttention(qkv, starts, lens, {heads, heads, head_dim}, ctx, {},
+                              {.window = 0, .causal = true});
+}
 
 double TimeCall(Kernel kernel, const std::vector<float>& qkv, const std::vector<int64_t>& starts,
                 const std::vector<int64_t>& lens, int64_t nh, int64_t hd, std::vector<float>& out,
@@ -77,6 +84,9 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "rounds; each runs every cell, alternating which goes first");
   app.add_option("--min-seconds", min_seconds, "time per kernel per cell per round");
   app.add_option("--json", json_path, "write the figures here");
+  bool causal = false;
+  app.add_flag("--causal", causal,
+               "time CpuAttention with a causal mask alone (the flash kernel has no mask)");
   CLI11_PARSE(app, argc, argv);
   at::set_num_threads(threads);
 
@@ -99,6 +109,17 @@ int main(int argc, char** argv) {
     }
     std::vector<float> gemm_out(static_cast<size_t>(b * n * h)), flash_out(gemm_out.size());
     std::vector<double> gemm_s, flash_s, ratios;
+    if (causal) {
+      for (int r = 0; r < rounds; ++r) {
+        gemm_s.push_back(TimeCall(CausalGemmAttention, qkv, starts, lens, heads, head_dim, gemm_out,
+                                  min_seconds));
+      }
+      const auto [lo, hi] = std::minmax_element(gemm_s.begin(), gemm_s.end());
+      std::printf("%6lld %5lld %12.3f (causal; rounds %.3f - %.3f)\n", static_cast<long long>(n),
+                  static_cast<long long>(b), 1e3 * Median(gemm_s), 1e3 * *lo, 1e3 * *hi);
+      cells.push_back({{"length", n}, {"sequences", b}, {"causal_gemm_ms", 1e3 * Median(gemm_s)}});
+      continue;
+    }
     for (int r = 0; r < rounds; ++r) {
       double g = 0, f = 0;
       if (r % 2 == 0) {

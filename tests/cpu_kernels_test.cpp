@@ -138,16 +138,19 @@ TEST(CpuKernels, RmsNormMatchesDouble) {
 }
 
 TEST(CpuAttention, GroupedCausalAndWindowedMatchTheAtenReference) {
-  // Three packed sequences (1, 37 and 70 tokens) of 4 query heads over 2 key/value heads of 16
-  // (a decoder's grouped-query attention, queries wider than a key row), against softmax(QK^T +
-  // mask) V in ATen with the keys and values repeated per query head.
+  // Five packed sequences (1, 37, 70, 300 and 600 tokens) of 4 query heads over 2 key/value
+  // heads of 16 (a decoder's grouped-query attention, queries wider than a key row), against
+  // softmax(QK^T + mask) V in ATen with the keys and values repeated per query head. Masked
+  // sequences past 256 tokens take the banded path (blocks of queries scoring only the keys
+  // they see); a 200-token window spans several of its blocks.
   const AttentionHeads shape{.heads = 4, .kv_heads = 2, .head_dim = 16};
-  const std::vector<int64_t> lens{1, 37, 70}, starts{0, 1, 38};
-  const int64_t rows = 108, ld = shape.row_width(), qw = shape.q_width(), kvw = shape.kv_width();
+  const std::vector<int64_t> lens{1, 37, 70, 300, 600}, starts{0, 1, 38, 108, 408};
+  const int64_t rows = 1008, ld = shape.row_width(), qw = shape.q_width(), kvw = shape.kv_width();
   std::vector<float> qkv = Random(rows * ld, 31, 1.5f);
   const at::Tensor all = at::from_blob(qkv.data(), {rows, ld});
-  for (const AttentionMask mask : {AttentionMask{}, AttentionMask{.causal = true},
-                                   AttentionMask{.window = 8}, AttentionMask{8, true}}) {
+  for (const AttentionMask mask :
+       {AttentionMask{}, AttentionMask{.causal = true}, AttentionMask{.window = 8},
+        AttentionMask{8, true}, AttentionMask{.window = 200}, AttentionMask{200, true}}) {
     std::vector<float> ctx(rows * qw, std::nanf(""));  // poisoned: every row must be written
     CpuAttention(qkv.data(), starts, lens, shape, ctx.data(), {}, mask);
     double worst = 0.0;

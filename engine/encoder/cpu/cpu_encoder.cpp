@@ -13,6 +13,39 @@
 
 namespace ember::engine {
 
+// One head's causal or windowed attention over a sequence of n tokens: each block of queries
+// scores only the keys it may see, [r - before, r + after] for query r, so a decoder's causal
+// attention computes about half the scores and a 128-token window a fixed number per query
+// (the full path computes all n x n and masks). q, k, v: the head's rows (stride ld); bias_head:
+// the relative bias table's row for distance 0 of this head, or null; scratch: kQueryBlock x n
+// floats.
+constexpr int64_t kQueryBlock = 128;
+void BandedHeadAttention(const float* q, const float* k, const float* v, int64_t ld, int64_t n,
+                         int64_t hd, const float* bias_head, int64_t before, int64_t after,
+                         float* ctx, int64_t ld_ctx, float* scratch) {
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  for (int64_t r0 = 0; r0 < n; r0 += kQueryBlock) {
+    const int64_t r1 = std::min(n, r0 + kQueryBlock), rows = r1 - r0;
+    const int64_t k0 = std::max<int64_t>(0, r0 - before);
+    const int64_t keys = std::min(n, r1 + after) - k0;
+    // Row-major S [rows x keys] = Q[r0, r1) K[k0, k0 + keys)^T, as in CpuAttention.
+    Sgemm(true, false, keys, rows, hd, k + k0 * ld, ld, q + r0 * ld, ld, scratch, keys);
+    for (int64_t r = r0; r < r1; ++r) {
+      float* row = scratch + (r - r0) * keys;
+      if (bias_head != nullptr) {
+        const float* add = bias_head - r + k0;
+        for (int64_t c = 0; c < keys; ++c) row[c] += add[c];
+      }
+      // Keys outside [r - before, r + after] weigh exactly 0 after the softmax.
+      std::fill(row, row + std::clamp<int64_t>(r - before - k0, 0, keys), kMasked);
+      std::fill(row + std::clamp<int64_t>(r + after + 1 - k0, 0, keys), row + keys, kMasked);
+    }
+    at::Tensor scores = at::from_blob(scratch, {rows, keys}, at::kFloat);
+    at::_softmax_out(scores, scores, -1, false);  // row-wise, safe in place
+    Sgemm(false, false, hd, rows, keys, v + k0 * ld, ld, scratch, keys, ctx + r0 * ld_ctx, ld_ctx);
+  }
+}
+
 // Work is split into items of (sequence, group of heads) sized so one item's score block stays
 // in the core's L2 cache between its QK^T, softmax and PV (instead of one pass per op over all
 // B x nh x L x L scores in memory). Only a sequence's own keys and queries are used, which is
@@ -32,6 +65,23 @@ void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<c
     for (int64_t item = begin; item < end; ++item) {
       const int64_t bi = item / groups, h0 = (item % groups) * group;
       const int64_t heads = std::min(group, nh - h0), n = lens[static_cast<size_t>(bi)];
+      const bool banded = (window > 0 && window < n - 1) || mask.causal;
+      if (banded && n > 2 * kQueryBlock) {
+        const int64_t before = window > 0 ? window : n, after = mask.causal ? 0 : before;
+        const at::Tensor scratch = at::empty({kQueryBlock * n}, at::kFloat);
+        const float* base = qkv + starts[static_cast<size_t>(bi)] * ld_qkv;
+        for (int64_t i = 0; i < heads; ++i) {
+          const int64_t head = h0 + i;
+          BandedHeadAttention(base + head * hd, base + h + head / per_kv * hd,
+                              base + h + shape.kv_width() + head / per_kv * hd, ld_qkv, n, hd,
+                              bias.table == nullptr
+                                  ? nullptr
+                                  : bias.table + head * (2 * bias.span - 1) + bias.span - 1,
+                              before, after, ctx + starts[static_cast<size_t>(bi)] * h + head * hd,
+                              h, scratch.data_ptr<float>());
+        }
+        continue;
+      }
       at::Tensor scores = at::empty({heads, n, n}, at::kFloat);
       float* s = scores.data_ptr<float>();
       const float* base = qkv + starts[static_cast<size_t>(bi)] * ld_qkv;
@@ -51,8 +101,7 @@ void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<c
         }
         if ((window > 0 && window < n - 1) || mask.causal) {
           // Keys further than `window` from the query, or after it, weigh exactly 0 after the
-          // softmax. (Their scores are computed and dropped: a banded or triangular GEMM would
-          // save them on long sequences.)
+          // softmax. (Short sequences only: longer ones take BandedHeadAttention.)
           constexpr float kMasked = -std::numeric_limits<float>::infinity();
           const int64_t before = window > 0 ? window : n, after = mask.causal ? 0 : before;
           for (int64_t r = 0; r < n; ++r) {
