@@ -20,7 +20,7 @@ class StatsVisitor : public msgpack::null_visitor {
       batch_size_seen_ = true;
       out_->batch_size = static_cast<std::uint32_t>(v);
     } else if (depth_ == 2 && in_tokens_) {
-      tokens_ += v;
+      out_->tokens += v;
     }
     return true;
   }
@@ -67,7 +67,6 @@ class StatsVisitor : public msgpack::null_visitor {
   void insufficient_bytes(std::size_t, std::size_t) {}
 
   bool root_is_map() const { return root_is_map_; }
-  std::uint64_t tokens() const { return tokens_; }
 
  private:
   enum class Field { kNone, kBatchSize, kTokens };
@@ -99,7 +98,6 @@ class StatsVisitor : public msgpack::null_visitor {
   bool in_tokens_ = false;
   bool tokens_seen_ = false;
   bool batch_size_seen_ = false;
-  std::uint64_t tokens_ = 0;
 };
 
 }  // namespace
@@ -108,11 +106,7 @@ bool Decode(std::string_view bytes, EmbedReplyStats* out) {
   *out = EmbedReplyStats{};
   StatsVisitor visitor(out);
   std::size_t offset = 0;
-  if (!msgpack::parse(bytes.data(), bytes.size(), offset, visitor) || !visitor.root_is_map()) {
-    return false;
-  }
-  out->tokens = visitor.tokens();
-  return true;
+  return msgpack::parse(bytes.data(), bytes.size(), offset, visitor) && visitor.root_is_map();
 }
 
 }  // namespace ember::protocol

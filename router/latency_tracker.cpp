@@ -1,8 +1,8 @@
 #include "router/latency_tracker.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <vector>
 
 namespace ember::router {
 namespace {

@@ -65,45 +65,44 @@ void CpuAttention(const float* qkv, std::span<const int64_t> starts, std::span<c
     for (int64_t item = begin; item < end; ++item) {
       const int64_t bi = item / groups, h0 = (item % groups) * group;
       const int64_t heads = std::min(group, nh - h0), n = lens[static_cast<size_t>(bi)];
-      const bool banded = (window > 0 && window < n - 1) || mask.causal;
-      if (banded && n > 2 * kQueryBlock) {
-        const int64_t before = window > 0 ? window : n, after = mask.causal ? 0 : before;
+      const float* base = qkv + starts[static_cast<size_t>(bi)] * ld_qkv;
+      // Keys further than `window` from the query, or after it, weigh exactly 0 after the
+      // softmax: query r sees keys [r - before, r + after].
+      const bool masked = (window > 0 && window < n - 1) || mask.causal;
+      const int64_t before = window > 0 ? window : n, after = mask.causal ? 0 : before;
+      // The relative bias table's row of `head` at distance 0, or null.
+      const auto bias_row = [&](int64_t head) -> const float* {
+        return bias.table == nullptr ? nullptr
+                                     : bias.table + head * (2 * bias.span - 1) + bias.span - 1;
+      };
+      if (masked && n > 2 * kQueryBlock) {
         const at::Tensor scratch = at::empty({kQueryBlock * n}, at::kFloat);
-        const float* base = qkv + starts[static_cast<size_t>(bi)] * ld_qkv;
-        for (int64_t i = 0; i < heads; ++i) {
-          const int64_t head = h0 + i;
+        for (int64_t head = h0; head < h0 + heads; ++head) {
           BandedHeadAttention(base + head * hd, base + h + head / per_kv * hd,
                               base + h + shape.kv_width() + head / per_kv * hd, ld_qkv, n, hd,
-                              bias.table == nullptr
-                                  ? nullptr
-                                  : bias.table + head * (2 * bias.span - 1) + bias.span - 1,
-                              before, after, ctx + starts[static_cast<size_t>(bi)] * h + head * hd,
-                              h, scratch.data_ptr<float>());
+                              bias_row(head), before, after,
+                              ctx + starts[static_cast<size_t>(bi)] * h + head * hd, h,
+                              scratch.data_ptr<float>());
         }
         continue;
       }
       at::Tensor scores = at::empty({heads, n, n}, at::kFloat);
       float* s = scores.data_ptr<float>();
-      const float* base = qkv + starts[static_cast<size_t>(bi)] * ld_qkv;
       for (int64_t i = 0; i < heads; ++i) {
         const float* q = base + (h0 + i) * hd;
         const float* k = base + h + (h0 + i) / per_kv * hd;
         // Column-major S^T [keys x queries] = K * Q^T, i.e. row-major S [queries x keys].
         Sgemm(true, false, n, n, hd, k, ld_qkv, q, ld_qkv, s + i * n * n, n);
-        if (bias.table != nullptr) {
+        if (const float* head = bias_row(h0 + i)) {
           // Query row r adds the table's distances -r .. n - 1 - r, contiguous.
-          const float* head = bias.table + (h0 + i) * (2 * bias.span - 1) + bias.span - 1;
           for (int64_t r = 0; r < n; ++r) {
             float* row = s + i * n * n + r * n;
             const float* add = head - r;
             for (int64_t c = 0; c < n; ++c) row[c] += add[c];
           }
         }
-        if ((window > 0 && window < n - 1) || mask.causal) {
-          // Keys further than `window` from the query, or after it, weigh exactly 0 after the
-          // softmax. (Short sequences only: longer ones take BandedHeadAttention.)
+        if (masked) {  // short sequences only: longer ones took BandedHeadAttention
           constexpr float kMasked = -std::numeric_limits<float>::infinity();
-          const int64_t before = window > 0 ? window : n, after = mask.causal ? 0 : before;
           for (int64_t r = 0; r < n; ++r) {
             float* row = s + i * n * n + r * n;
             std::fill(row, row + std::max<int64_t>(0, r - before), kMasked);
