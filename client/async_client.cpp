@@ -150,7 +150,7 @@ void AsyncClient::Embed(std::string_view model, std::vector<std::string> texts,
                         const EmbedOptions& options, Callback done) {
   const std::size_t count = texts.size();  // before the texts move into the body
   Queue(embed_call::EncodeRequest(model, std::move(texts), options), count, options,
-        protocol::Task::kEmbed, std::move(done));
+        embed_call::EmbedTask(options), std::move(done));
 }
 
 std::future<Embeddings> AsyncClient::Tokenize(std::string_view model,

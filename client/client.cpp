@@ -145,7 +145,7 @@ std::string Client::CallOnce(std::uint8_t command, const std::string& body,
 Embeddings Client::Embed(std::string_view model, const std::vector<std::string>& texts,
                          const EmbedOptions& options) {
   return Request(embed_call::EncodeRequest(model, texts, options), texts.size(), options,
-                 protocol::Task::kEmbed);
+                 embed_call::EmbedTask(options));
 }
 
 Embeddings Client::Tokenize(std::string_view model, const std::vector<std::string>& texts,

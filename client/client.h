@@ -33,9 +33,15 @@
 
 namespace ember {
 
+// What Embed gives each text: its pooled vector (the default), or, from a model with token-level
+// heads (bge-m3's sparse_linear and colbert_linear), its sparse lexical weights
+// (Embeddings::Sparse) or a vector per token but the first (Embeddings::Rows).
+enum class EmbedOutput : std::uint8_t { kDense, kSparse, kMultiVector };
+
 struct EmbedOptions {
-  std::uint32_t version = 0;  // 0: the latest version the cluster serves
-  bool truncate = true;       // false: over-long inputs fail with TOO_LONG
+  std::uint32_t version = 0;                 // 0: the latest version the cluster serves
+  EmbedOutput output = EmbedOutput::kDense;  // Embed only
+  bool truncate = true;                      // false: over-long inputs fail with TOO_LONG
   // The first n components of each vector, normalised again if the model normalises
   // (Matryoshka: only models that declare it take an n below their size). 0: all.
   std::uint32_t dimensions = 0;
@@ -75,7 +81,15 @@ struct ClientOptions {
 class Embeddings {
  public:
   explicit Embeddings(protocol::EmbedReply reply, int attempts = 1, std::string router = {})
-      : reply_(std::move(reply)), attempts_(attempts), router_(std::move(router)) {}
+      : reply_(std::move(reply)), attempts_(attempts), router_(std::move(router)) {
+    row_starts_.reserve(reply_.rows.size() + 1);
+    std::size_t at = 0;
+    for (const std::uint32_t r : reply_.rows) {
+      row_starts_.push_back(at);
+      at += r;
+    }
+    row_starts_.push_back(at);
+  }
 
   std::size_t size() const { return reply_.count; }
   std::size_t dim() const { return reply_.dim; }
@@ -107,6 +121,20 @@ class Embeddings {
   const std::vector<std::uint32_t>& token_spans() const { return reply_.token_spans; }
   // Decode (no vectors): one text per sequence of ids.
   const std::vector<std::string>& texts() const { return reply_.texts; }
+  // Sparse and multi-vector outputs (EmbedOptions::output): how many rows each text has, of
+  // dim() floats each. Multi-vector: text i's token vectors, rows()[i] x dim() floats. Sparse
+  // (dim() 1): text i's entries, token ids ascending, each with its weight (> 0).
+  const std::vector<std::uint32_t>& rows() const { return reply_.rows; }
+  std::span<const float> Rows(std::size_t i) const {
+    return std::span(reply_.data).subspan(row_starts_[i] * dim(), reply_.rows[i] * dim());
+  }
+  struct SparseEntries {
+    std::span<const std::uint32_t> ids;
+    std::span<const float> weights;
+  };
+  SparseEntries Sparse(std::size_t i) const {
+    return {std::span(reply_.indices).subspan(row_starts_[i], reply_.rows[i]), Rows(i)};
+  }
   // Attempts the call took (EmbedOptions::attempts): more than 1 when an earlier attempt got
   // no answer (or UNAVAILABLE) and was resent.
   int attempts() const { return attempts_; }
@@ -115,6 +143,7 @@ class Embeddings {
 
  private:
   protocol::EmbedReply reply_;
+  std::vector<std::size_t> row_starts_;  // where text i's rows start (rows() given)
   int attempts_ = 1;
   std::string router_;
 };

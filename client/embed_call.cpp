@@ -21,9 +21,23 @@ protocol::EmbedRequest RequestOf(std::string_view model, std::vector<std::string
 
 }  // namespace
 
+protocol::Task EmbedTask(const EmbedOptions& options) {
+  switch (options.output) {
+    case EmbedOutput::kSparse:
+      return protocol::Task::kSparse;
+    case EmbedOutput::kMultiVector:
+      return protocol::Task::kMultiVector;
+    case EmbedOutput::kDense:
+      break;
+  }
+  return protocol::Task::kEmbed;
+}
+
 std::string EncodeRequest(std::string_view model, std::vector<std::string> texts,
                           const EmbedOptions& options) {
-  return protocol::Encode(RequestOf(model, std::move(texts), options));
+  protocol::EmbedRequest request = RequestOf(model, std::move(texts), options);
+  request.task = EmbedTask(options);
+  return protocol::Encode(request);
 }
 
 std::string EncodeTokenizeRequest(std::string_view model, std::vector<std::string> texts,
@@ -78,10 +92,17 @@ Embeddings EmbeddingsOf(std::string_view body, std::size_t texts, int attempts, 
                                           std::to_string(texts) + " texts");
   }
   // The decoder checked that tokens, when present, add up; here that the task's part is there.
-  bool answered = reply.labels.empty();  // vectors
+  bool answered = reply.labels.empty() && reply.rows.empty();  // vectors
   if (task == protocol::Task::kScore) answered = !reply.labels.empty();
   if (task == protocol::Task::kTokenize) answered = !reply.tokens.empty() && reply.dim == 0;
   if (task == protocol::Task::kDecode) answered = reply.texts.size() == texts && reply.dim == 0;
+  if (task == protocol::Task::kSparse) {
+    answered =
+        reply.rows.size() == texts && reply.dim == 1 && reply.indices.size() == reply.data.size();
+  }
+  if (task == protocol::Task::kMultiVector) {
+    answered = reply.rows.size() == texts && reply.indices.empty();
+  }
   if (!answered) {
     throw Error(ErrorCode::kInternal,
                 "worker '" + reply.worker + "' answered task '" +

@@ -16,6 +16,9 @@
 
 namespace ember::embed_call {
 
+// The task of an Embed with `options` (EmbedOptions::output).
+protocol::Task EmbedTask(const EmbedOptions& options);
+
 // The encoded EmbedRequest for `texts` with `model` and `options` (its timeout is also the
 // router's deadline for it).
 std::string EncodeRequest(std::string_view model, std::vector<std::string> texts,

@@ -254,6 +254,10 @@ std::string_view TaskName(Task task) {
       return "tokenize";
     case Task::kDecode:
       return "decode";
+    case Task::kSparse:
+      return "sparse";
+    case Task::kMultiVector:
+      return "multi_vector";
     case Task::kEmbed:
       break;
   }
@@ -265,12 +269,14 @@ std::optional<Task> ParseTask(std::string_view name) {
   if (name == "score") return Task::kScore;
   if (name == "tokenize") return Task::kTokenize;
   if (name == "decode") return Task::kDecode;
+  if (name == "sparse") return Task::kSparse;
+  if (name == "multi_vector") return Task::kMultiVector;
   return std::nullopt;
 }
 
 std::string TaskError(std::string_view name) {
   return "field 'task' is '" + std::string(name) +
-         "'; expected 'embed', 'score', 'tokenize' or 'decode'";
+         "'; expected 'embed', 'score', 'tokenize', 'decode', 'sparse' or 'multi_vector'";
 }
 
 bool CheckPairs(Task task, std::size_t inputs, bool has_pairs, std::size_t pairs,
@@ -335,7 +341,8 @@ std::string Encode(const EmbedReply& body) {
   Packer pk(buffer);
   const bool tokenized = !body.token_ids.empty();
   pk.pack_map(7u + (body.tokens.empty() ? 0u : 1u) + (body.labels.empty() ? 0u : 1u) +
-              (tokenized ? 3u : 0u) + (body.texts.empty() ? 0u : 1u));
+              (tokenized ? 3u : 0u) + (body.texts.empty() ? 0u : 1u) +
+              (body.rows.empty() ? 0u : 1u) + (body.indices.empty() ? 0u : 1u));
   PackField(pk, "model", body.model);
   PackField(pk, "version", body.version);
   PackField(pk, "worker", body.worker);
@@ -350,6 +357,8 @@ std::string Encode(const EmbedReply& body) {
     PackField(pk, "token_spans", body.token_spans);
   }
   if (!body.texts.empty()) PackField(pk, "texts", body.texts);
+  if (!body.rows.empty()) PackField(pk, "rows", body.rows);
+  if (!body.indices.empty()) PackField(pk, "indices", body.indices);
   // The vectors go as one bin of raw little-endian float32: packing them as a
   // msgpack float array costs ~100x more CPU on both ends.
   const auto bytes = static_cast<std::uint32_t>(body.data.size() * sizeof(float));
@@ -375,8 +384,21 @@ bool Decode(std::string_view bytes, EmbedReply* out, std::string* error) {
       !Read(map, "token_ids", &out->token_ids, Need::kOptional, error) ||
       !Read(map, "token_pieces", &out->token_pieces, Need::kOptional, error) ||
       !Read(map, "token_spans", &out->token_spans, Need::kOptional, error) ||
-      !Read(map, "texts", &out->texts, Need::kOptional, error)) {
+      !Read(map, "texts", &out->texts, Need::kOptional, error) ||
+      !Read(map, "rows", &out->rows, Need::kOptional, error) ||
+      !Read(map, "indices", &out->indices, Need::kOptional, error)) {
     return false;
+  }
+  // Rows per input: `data` holds their sum x dim floats (else count x dim).
+  std::uint64_t rows = out->count;
+  if (!out->rows.empty() || !out->indices.empty()) {
+    rows = 0;
+    for (const std::uint32_t r : out->rows) rows += r;
+    if (out->rows.size() != out->count || (!out->indices.empty() && out->indices.size() != rows)) {
+      *error = "field 'rows' must count each input's rows (" + std::to_string(out->count) +
+               " inputs), and 'indices' name each row (" + std::to_string(rows) + ")";
+      return false;
+    }
   }
   if (!out->texts.empty() && out->texts.size() != out->count) {
     *error = "field 'texts' has " + std::to_string(out->texts.size()) + " texts for " +
@@ -411,13 +433,14 @@ bool Decode(std::string_view bytes, EmbedReply* out, std::string* error) {
     *error = "field 'data' must be a bin of float32";
     return false;
   }
-  const std::uint64_t expected = std::uint64_t{out->dim} * out->count * sizeof(float);
+  const std::uint64_t expected = std::uint64_t{out->dim} * rows * sizeof(float);
   if (data->via.bin.size != expected) {
     *error = "field 'data' has " + std::to_string(data->via.bin.size) + " bytes, expected " +
-             std::to_string(expected) + " for count x dim float32";
+             std::to_string(expected) + " for " + (out->rows.empty() ? "count" : "rows") +
+             " x dim float32";
     return false;
   }
-  out->data.resize(std::size_t{out->dim} * out->count);
+  out->data.resize(std::size_t{out->dim} * rows);
   std::memcpy(out->data.data(), data->via.bin.ptr, data->via.bin.size);
   return true;
 }

@@ -19,12 +19,14 @@
 namespace ember::protocol {
 
 // What a REQUEST asks of its model. On the wire, "task": its name ("embed", "score",
-// "tokenize", "decode"); absent: embed.
+// "tokenize", "decode", "sparse", "multi_vector"); absent: embed.
 enum class Task : std::uint8_t {
-  kEmbed,     // a vector per input
-  kScore,     // scores per input, from a model with labels (a cross-encoder or classifier)
-  kTokenize,  // the tokens of each input, with where in it each came from (no vectors)
-  kDecode,    // each input is token ids (decimal, space-separated): their text (no vectors)
+  kEmbed,        // a vector per input
+  kScore,        // scores per input, from a model with labels (a cross-encoder or classifier)
+  kTokenize,     // the tokens of each input, with where in it each came from (no vectors)
+  kDecode,       // each input is token ids (decimal, space-separated): their text (no vectors)
+  kSparse,       // sparse lexical weights per input (a model with a sparse head: bge-m3's)
+  kMultiVector,  // a vector per token of each input (a model with a ColBERT head: bge-m3's)
 };
 std::string_view TaskName(Task task);
 std::optional<Task> ParseTask(std::string_view name);
@@ -82,6 +84,12 @@ struct EmbedReply {
   std::vector<std::uint32_t> token_spans{};
   // A kDecode reply (dim 0, no data): one text per input.
   std::vector<std::string> texts{};
+  // A kSparse or kMultiVector reply: how many rows of `dim` floats in `data` each input has,
+  // inputs one after another (`data` then holds their sum x dim floats). kSparse: dim 1, a row
+  // per entry, its token id in `indices` (one per row), ids ascending within an input; a
+  // weight of 0 is no entry. kMultiVector: a row per token but the first ([CLS]).
+  std::vector<std::uint32_t> rows{};
+  std::vector<std::uint32_t> indices{};
 };
 
 // ERROR body.

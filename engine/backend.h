@@ -7,9 +7,11 @@
 #ifndef EMBER_ENGINE_BACKEND_H_
 #define EMBER_ENGINE_BACKEND_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -75,6 +77,32 @@ class Backend {
   // float32 [batch.size() x dim()], pooled and normalised as engine/pooling.h says. Thread-safe:
   // the worker calls it from as many threads at once as it keeps batches in flight.
   virtual std::vector<float> Embed(const TokenBatch& batch) = 0;
+
+  // Token-level outputs a model may have beside its pooled vector: bge-m3's (the folder's
+  // sparse_linear.pt and colbert_linear.pt, computed as FlagEmbedding's M3 embedder does). The
+  // worker asks for them only where the model says it has them. Both thread-safe, as Embed.
+  //
+  // Sparse: lexical weights, each text's tokens weighted by relu(sparse_linear(state)); a token
+  // id's weight is its largest in the text, and ids with weight 0 or of the special tokens
+  // that carry no lexical meaning ([CLS], end of sequence, padding, unknown) are left out.
+  struct SparseVectors {
+    // Sequence i's entries are [offsets[i], offsets[i + 1]) of ids and weights, ids ascending.
+    std::vector<std::size_t> offsets{0};
+    std::vector<std::int32_t> ids;
+    std::vector<float> weights;
+  };
+  virtual bool sparse() const { return false; }
+  virtual SparseVectors EmbedSparse(const TokenBatch& /*batch*/) {
+    throw std::logic_error("this model has no sparse output");
+  }
+  // Multi-vector (ColBERT): a vector of multi_vector_dim() floats per token but the first (the
+  // [CLS] token), colbert_linear of its state, L2-normalised where the model normalises. 0: the
+  // model has none. EmbedMultiVector returns row-major float32 [sum over sequences of
+  // (length - 1)] x multi_vector_dim(), sequence after sequence.
+  virtual std::int64_t multi_vector_dim() const { return 0; }
+  virtual std::vector<float> EmbedMultiVector(const TokenBatch& /*batch*/) {
+    throw std::logic_error("this model has no multi-vector output");
+  }
 };
 
 }  // namespace ember::engine

@@ -4,6 +4,7 @@
 
 #include "common/error_code.h"
 #include "engine/encoder/encoder_backend.h"
+#include "engine/encoder/token_heads.h"
 #include "engine/simulated/simulated_backend.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 #include "engine/torchscript/torchscript_backend.h"
@@ -50,8 +51,10 @@ Model LoadModel(const std::filesystem::path& path, BackendOptions options) {
       (options.backend == "auto" && is_folder)) {
     Model model;
     model.tokenizer = OpenTokenizer(path, options.params);
-    model.backend = LoadEncoderBackend(
-        path, ParseEncoderParams(std::move(options.params), options.device, options.threads));
+    EncoderLoad load =
+        ParseEncoderParams(std::move(options.params), options.device, options.threads);
+    load.sparse_skip_ids = SparseSkipIds(path, *model.tokenizer);
+    model.backend = LoadEncoderBackend(path, load);
     CheckFits(path, model);
     return model;
   }

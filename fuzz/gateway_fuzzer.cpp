@@ -3,7 +3,7 @@
 //
 //   byte 0   which parser: 0 OpenAI /v1/embeddings, 1 TEI /embed with a --default-model,
 //            2 TEI /embed without one, 3 TEI /rerank, 4 TEI /predict, 5 TEI /tokenize,
-//            6 TEI /decode (its value modulo 7)
+//            6 TEI /decode, 7 /embed_sparse and /embed_multi_vector (its value modulo 8)
 //   rest     the body, any bytes
 //
 // Properties checked on every input, beyond "no crash, no sanitizer report":
@@ -19,6 +19,7 @@
 #include "gateway/openai_api.h"
 #include "gateway/tei_api.h"
 #include "gateway/tei_scoring.h"
+#include "gateway/tei_token_outputs.h"
 #include "gateway/tei_tokenize.h"
 
 namespace ember::fuzz {
@@ -43,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 7) {
+    switch (data[0] % 8) {
       case 0:
         fuzz::CheckCall(gateway::ParseOpenAiRequest(body).call);
         break;
@@ -66,6 +67,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       case 5:
         fuzz::CheckCall(gateway::ParseTokenizeRequest(body, "m").call);
+        break;
+      case 7:
+        fuzz::CheckCall(gateway::ParseTokenOutputsRequest(body, "m"));
         break;
       default: {
         const gateway::DecodeRequest d = gateway::ParseDecodeRequest(body, "m");

@@ -49,6 +49,11 @@ std::vector<std::string> GatewaySeeds() {
       R"({"ids":[1,[2]],"skip_special_tokens":"no"})",
       R"({"ids":[-1,4294967296]})",
   };
+  const std::vector<std::string> token_outputs = {
+      R"({"inputs":["a","b"],"model":"m3","truncate":false})",
+      R"({"inputs":"a","prompt_name":"query"})",
+      R"({"inputs":[]})",
+  };
   std::vector<std::string> seeds;
   for (const auto& body : openai) seeds.push_back('\x00' + body);
   for (const auto& body : tei) {
@@ -59,6 +64,7 @@ std::vector<std::string> GatewaySeeds() {
   for (const auto& body : predict) seeds.push_back('\x04' + body);
   for (const auto& body : tokenize) seeds.push_back('\x05' + body);
   for (const auto& body : decode) seeds.push_back('\x06' + body);
+  for (const auto& body : token_outputs) seeds.push_back('\x07' + body);
   return seeds;
 }
 

@@ -35,7 +35,8 @@ bool Same(const protocol::EmbedReply& a, const protocol::EmbedReply& b) {
   return a.model == b.model && a.version == b.version && a.worker == b.worker && a.dim == b.dim &&
          a.count == b.count && a.batch_size == b.batch_size && a.tokens == b.tokens &&
          a.labels == b.labels && a.token_ids == b.token_ids && a.token_pieces == b.token_pieces &&
-         a.token_spans == b.token_spans && a.texts == b.texts && a.data.size() == b.data.size() &&
+         a.token_spans == b.token_spans && a.texts == b.texts && a.rows == b.rows &&
+         a.indices == b.indices && a.data.size() == b.data.size() &&
          std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
 }
 bool Same(const protocol::ErrorBody& a, const protocol::ErrorBody& b) {

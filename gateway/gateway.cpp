@@ -13,6 +13,7 @@
 #include "gateway/openai_api.h"
 #include "gateway/tei_api.h"
 #include "gateway/tei_scoring.h"
+#include "gateway/tei_token_outputs.h"
 #include "gateway/tei_tokenize.h"
 
 namespace ember::gateway {
@@ -215,6 +216,11 @@ void Gateway::Handle(HttpRequest request, HttpReply reply) {
     if (path == "/predict") return TeiPredict(request, std::move(reply));
     if (path == "/tokenize") return TeiTokenize(request, std::move(reply));
     if (path == "/decode") return TeiDecode(request, std::move(reply));
+    if (path == "/embed_sparse")
+      return TokenOutputs(request, EmbedOutput::kSparse, std::move(reply));
+    if (path == "/embed_multi_vector") {
+      return TokenOutputs(request, EmbedOutput::kMultiVector, std::move(reply));
+    }
   } else if (request.method == "GET") {
     if (path == "/v1/models") return OpenAiModels(std::move(reply));
     if (path == "/health") return Health(std::move(reply));
@@ -299,6 +305,22 @@ void Gateway::TeiDecode(const HttpRequest& request, HttpReply reply) {
                      exchange.Then([](const Embeddings& decoded) {
                        return Json(FormatDecodeResponse(decoded));
                      }));
+  });
+}
+
+void Gateway::TokenOutputs(const HttpRequest& request, EmbedOutput output, HttpReply reply) {
+  const bool sparse = output == EmbedOutput::kSparse;
+  Exchange exchange(metrics_, sparse ? "/embed_sparse" : "/embed_multi_vector", TeiErrorJson,
+                    std::move(reply));
+  exchange.Start([&] {
+    const EmbeddingCall call = ParseTokenOutputsRequest(request.body, options_.default_model);
+    exchange.set_texts(call.texts.size());
+    EmbedOptions options = OptionsOf(call, options_);
+    options.output = output;
+    embedder_.Embed(
+        call.model, call.texts, options, exchange.Then([sparse](const Embeddings& outputs) {
+          return Json(sparse ? FormatSparseResponse(outputs) : FormatMultiVectorResponse(outputs));
+        }));
   });
 }
 

@@ -71,6 +71,8 @@ class Gateway {
   void TeiPredict(const HttpRequest& request, HttpReply reply);
   void TeiTokenize(const HttpRequest& request, HttpReply reply);
   void TeiDecode(const HttpRequest& request, HttpReply reply);
+  // /embed_sparse and /embed_multi_vector (tei_token_outputs.h).
+  void TokenOutputs(const HttpRequest& request, EmbedOutput output, HttpReply reply);
   // Queues the embedding of `call` (/v1/embeddings, /embed) on the cluster.
   void Embed(const EmbeddingCall& call, AsyncClient::Callback done);
   // Queues a cross-encoder's or classifier's scores of `score` (/rerank, /predict).

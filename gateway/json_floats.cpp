@@ -7,16 +7,20 @@
 
 namespace ember::gateway {
 
+void AppendFloat(float value, std::string* out) {
+  if (!std::isfinite(value)) {
+    throw HttpError(500, "server_error", "INTERNAL", "the model produced a non-finite value");
+  }
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  out->append(buffer, result.ptr);
+}
+
 void AppendFloatArray(std::span<const float> values, std::string* out) {
   out->push_back('[');
-  char buffer[32];
   for (std::size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) {
-      throw HttpError(500, "server_error", "INTERNAL", "the model produced a non-finite value");
-    }
     if (i > 0) out->push_back(',');
-    const auto result = std::to_chars(buffer, buffer + sizeof(buffer), values[i]);
-    out->append(buffer, result.ptr);
+    AppendFloat(values[i], out);
   }
   out->push_back(']');
 }

@@ -10,8 +10,9 @@
 
 namespace ember::gateway {
 
-// Appends "[v0,v1,...]". Throws HttpError 500 for NaN or infinity, which JSON
+// Appends one value, or "[v0,v1,...]". Throw HttpError 500 for NaN or infinity, which JSON
 // cannot express (a model that produces them is broken).
+void AppendFloat(float value, std::string* out);
 void AppendFloatArray(std::span<const float> values, std::string* out);
 
 }  // namespace ember::gateway

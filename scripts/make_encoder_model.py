@@ -9,7 +9,10 @@ off its initial value (noise of std 0.05) so that each parameter changes the out
 with save_pretrained (model.safetensors, float32). The tokenizer's tokenizer.json is copied
 beside it with a tokenizer_config.json for AutoTokenizer; the vocabulary size is the
 tokenizer's. An embedding model gets sentence-transformers' files (modules.json, pooling,
-Normalize, max_seq_length); a cross-encoder (--labels) gets none, as on the hub.
+Normalize, max_seq_length); a cross-encoder (--labels) gets none, as on the hub. --token-heads
+adds bge-m3's token-level heads as FlagEmbedding saves them: sparse_linear.pt (Linear(H, 1)) and
+colbert_linear.pt (Linear(H, H)), torch.save'd state dicts with PyTorch's default init (the
+sparse bias 0).
 
     make_encoder_model.py OUT_DIR --family xlm-roberta --shape e5-small \\
         --tokenizer build/testdata/tokenizers/xlmr [--pooling mean|cls] [--labels LABEL_0]
@@ -251,6 +254,8 @@ def main(argv=None):
     ap.add_argument("--labels", type=lambda s: s.split(","),
                     help="comma-separated label names: a ...ForSequenceClassification folder")
     ap.add_argument("--bidirectional", action="store_true", help="a decoder with is_causal false")
+    ap.add_argument("--token-heads", dest="token_heads", action="store_true",
+                    help="bge-m3's sparse_linear.pt and colbert_linear.pt beside the encoder")
     ap.add_argument("--sliding-window", dest="sliding_window", type=int, default=4096,
                     help="Mistral's sliding_window")
     ap.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
@@ -308,6 +313,15 @@ def main(argv=None):
             **ROBERTA_SPECIALS, **(tokens[0] if tokens else {})})
         if not args.labels:
             write_sentence_transformers_files(tmp, hidden, args.pooling, args.max_seq_length)
+        if args.token_heads:
+            torch.manual_seed(args.seed + 2)
+            for name, out in (("sparse_linear", 1), ("colbert_linear", hidden)):
+                head = torch.nn.Linear(hidden, out)
+                if out == 1:
+                    # Bias 0: about half the tokens weigh > 0, so that repeated ids and the
+                    # special tokens left out are exercised (the default init leaves ~1 in 10).
+                    torch.nn.init.zeros_(head.bias)
+                torch.save(head.state_dict(), os.path.join(tmp, name + ".pt"))
     n = sum(p.numel() for p in model.parameters())
     print(f"wrote {out_dir}: {model_class}, {n} parameters, seed {args.seed}")
     return 0

@@ -244,6 +244,53 @@ TEST(MessagesTest, DecodeRepliesRoundTrip) {
   EXPECT_NE(error.find("'texts' has 2 texts for 1 inputs"), std::string::npos) << error;
 }
 
+// Issue 35: bge-m3's token-level outputs. A sparse reply: one row of dim 1 per entry, its token
+// id in `indices`; a multi-vector reply: rows of dim floats per input. `data` holds the rows.
+TEST(MessagesTest, SparseAndMultiVectorRepliesRoundTrip) {
+  for (const Task task : {Task::kSparse, Task::kMultiVector}) {
+    EmbedRequest request{.model = "m", .inputs = {"a"}};
+    request.task = task;
+    EmbedRequest decoded;
+    std::string error;
+    ASSERT_TRUE(Decode(Encode(request), &decoded, &error)) << error;
+    EXPECT_EQ(decoded.task, task);
+  }
+  EmbedReply sparse;
+  sparse.model = "m";
+  sparse.dim = 1;
+  sparse.count = 3;
+  sparse.tokens = {4, 3, 2};
+  sparse.rows = {2, 0, 1};
+  sparse.indices = {6, 90, 7};
+  sparse.data = {0.5f, 0.25f, 1.0f};
+  EmbedReply out;
+  std::string error;
+  ASSERT_TRUE(Decode(Encode(sparse), &out, &error)) << error;
+  EXPECT_EQ(out.rows, sparse.rows);
+  EXPECT_EQ(out.indices, sparse.indices);
+  EXPECT_EQ(out.data, sparse.data);
+  sparse.indices.pop_back();
+  EXPECT_FALSE(Decode(Encode(sparse), &out, &error));
+  EXPECT_NE(error.find("'indices' name each row (3)"), std::string::npos) << error;
+
+  EmbedReply multi;
+  multi.model = "m";
+  multi.dim = 2;
+  multi.count = 2;
+  multi.rows = {1, 2};
+  multi.data = {1, 2, 3, 4, 5, 6};
+  ASSERT_TRUE(Decode(Encode(multi), &out, &error)) << error;
+  EXPECT_EQ(out.data, multi.data);
+  EXPECT_TRUE(out.indices.empty());
+  multi.data.resize(4);  // count x dim, not rows x dim
+  EXPECT_FALSE(Decode(Encode(multi), &out, &error));
+  EXPECT_NE(error.find("for rows x dim"), std::string::npos) << error;
+  multi.rows = {3};
+  EXPECT_FALSE(Decode(Encode(multi), &out, &error));
+  EXPECT_NE(error.find("'rows' must count each input's rows (2 inputs)"), std::string::npos)
+      << error;
+}
+
 // The router's metrics read of a reply (common/reply_stats.h) finds what the full decoder
 // finds, whatever else the reply carries (labels, token ids, texts) and in any key order.
 TEST(MessagesTest, ReplyStatsAgreeWithTheFullDecoder) {

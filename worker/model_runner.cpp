@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <charconv>
 #include <zmq_addon.hpp>
 
@@ -175,6 +176,24 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
   }
   request->scores = scores;
   request->raw_scores = job.request.raw_scores;
+  request->task = job.request.task;
+  if (const protocol::Task task = job.request.task;
+      (task == protocol::Task::kSparse && !backend_->sparse()) ||
+      (task == protocol::Task::kMultiVector && backend_->multi_vector_dim() == 0)) {
+    const bool sparse = task == protocol::Task::kSparse;
+    return Outcome{job.request_id,
+                   ErrorCode::kBadRequest,
+                   "model '" + info_.name + "' has no " +
+                       (sparse ? "sparse output (a sparse_linear.pt head, as bge-m3's)"
+                               : "multi-vector output (a colbert_linear.pt head, as bge-m3's)"),
+                   {}};
+  }
+  if (KindOf(job.request.task) != kPooled && job.request.dimensions != 0) {
+    return Outcome{job.request_id,
+                   ErrorCode::kBadRequest,
+                   "'dimensions' is for dense embeddings, not sparse or multi-vector outputs",
+                   {}};
+  }
   if (scores && job.request.dimensions != 0) {
     return Outcome{
         job.request_id, ErrorCode::kBadRequest, "'dimensions' is for embeddings, not scores", {}};
@@ -244,7 +263,12 @@ std::optional<ModelRunner::Outcome> ModelRunner::Admit(Job& job, Request* reques
   }
   request->remaining = inputs.size();
   request->received = job.received;
-  request->vectors.resize(inputs.size() * info_.dim);
+  if (KindOf(request->task) == kPooled) {
+    request->vectors.resize(inputs.size() * info_.dim);
+  } else {
+    request->rows.resize(inputs.size());
+    if (request->task == protocol::Task::kSparse) request->row_ids.resize(inputs.size());
+  }
   return std::nullopt;
 }
 
@@ -432,6 +456,12 @@ void ModelRunner::ReplyLoop(zmq::context_t& context, const std::string& endpoint
   }
 }
 
+ModelRunner::Kind ModelRunner::KindOf(protocol::Task task) {
+  if (task == protocol::Task::kSparse) return kSparse;
+  if (task == protocol::Task::kMultiVector) return kMultiVector;
+  return kPooled;
+}
+
 void ModelRunner::RunBatch(std::vector<BatchItem> batch, Clock::time_point formed,
                            std::unique_lock<std::mutex>& lock, std::vector<Outcome>* done) {
   // Fail expired texts' requests before they cost any compute, then skip
@@ -443,82 +473,139 @@ void ModelRunner::RunBatch(std::vector<BatchItem> batch, Clock::time_point forme
       Fail(item.request, ErrorCode::kTimeout, "deadline passed before inference", done);
     }
   }
-  std::vector<BatchItem> items;
-  engine::TokenBatch ids;  // the one packed batch the backend runs
+  // The packed batch of each kind the backend runs.
+  std::array<Run, kKinds> runs;
   std::size_t tokens = 0;
   for (const BatchItem& item : batch) tokens += item.tokens;
-  ids.Reserve(batch.size(), tokens);
+  runs[kPooled].ids.Reserve(batch.size(), tokens);
+  std::size_t texts = 0;
   for (const BatchItem& item : batch) {
     auto it = requests_.find(item.request);
     if (it == requests_.end()) continue;
     std::vector<std::int32_t>& text = it->second.ids[item.index];
     const auto& seconds = it->second.seconds;
-    ids.Add(text, seconds.empty() ? 0 : seconds[item.index]);
+    Run& run = runs[KindOf(it->second.task)];
+    run.ids.Add(text, seconds.empty() ? 0 : seconds[item.index]);
     text = {};  // its memory back now; reply sizes use only ids.size()
-    items.push_back(item);
+    run.items.push_back(item);
+    ++texts;
   }
-  if (items.empty()) return;
+  if (texts == 0) return;
 
   lock.unlock();
-  std::vector<float> vectors;
-  std::string failure;
   const auto start = Clock::now();
-  try {
-    vectors = backend_->Embed(ids);
-  } catch (const std::exception& e) {
-    failure = e.what();
+  for (std::size_t k = 0; k < kKinds; ++k) {
+    if (!runs[k].items.empty()) Infer(static_cast<Kind>(k), runs[k]);
   }
   const auto took = Clock::now() - start;
   if (slowdown_ > 1.0) std::this_thread::sleep_for(took * (slowdown_ - 1.0));
   lock.lock();
   // The trace is for --log-level debug: without it, none of its work is done under the lock.
   const bool tracing = spdlog::should_log(spdlog::level::debug);
-  BatchTrace trace{.texts = items.size(),
-                   .tokens = ids.tokens(),
+  BatchTrace trace{.texts = texts,
+                   .tokens = 0,
                    .running = running,
                    .formed = formed,
                    .picked = now,
                    .start = start,
                    .ran = took,
                    .locked = Clock::now()};
-  if (tracing) {
-    for (const BatchItem& item : items) {
-      trace.oldest = std::min(trace.oldest, item.enqueued);
-      trace.newest = std::max(trace.newest, item.enqueued);
+  for (std::size_t k = 0; k < kKinds; ++k) {
+    Run& run = runs[k];
+    trace.tokens += run.ids.tokens();
+    if (run.items.empty()) continue;
+    if (!run.failure.empty()) {
+      spdlog::error("model {} failed a batch of {}: {}", info_.name, run.items.size(), run.failure);
+      for (const BatchItem& item : run.items) {
+        Fail(item.request, ErrorCode::kInternal, "model failed: " + run.failure, done);
+      }
+      continue;
     }
+    if (tracing) {
+      for (const BatchItem& item : run.items) {
+        trace.oldest = std::min(trace.oldest, item.enqueued);
+        trace.newest = std::max(trace.newest, item.enqueued);
+      }
+    }
+    Distribute(static_cast<Kind>(k), run, texts, &trace, tracing, done);
   }
+  if (tracing) LogBatch(trace);
+}
 
-  const std::size_t dim = info_.dim;
-  if (failure.empty() && vectors.size() != items.size() * dim) {
-    failure = "backend returned " + std::to_string(vectors.size()) + " floats for " +
-              std::to_string(items.size()) + " texts of dim " + std::to_string(dim);
-  }
-  if (!failure.empty()) {
-    spdlog::error("model {} failed a batch of {}: {}", info_.name, items.size(), failure);
-    for (const BatchItem& item : items) {
-      Fail(item.request, ErrorCode::kInternal, "model failed: " + failure, done);
+void ModelRunner::Infer(Kind kind, Run& run) {
+  const std::size_t n = run.items.size();
+  try {
+    switch (kind) {
+      case kPooled:
+        run.vectors = backend_->Embed(run.ids);
+        if (run.vectors.size() != n * info_.dim) {
+          run.failure = "backend returned " + std::to_string(run.vectors.size()) + " floats for " +
+                        std::to_string(n) + " texts of dim " + std::to_string(info_.dim);
+        }
+        break;
+      case kSparse:
+        run.sparse = backend_->EmbedSparse(run.ids);
+        if (run.sparse.offsets.size() != n + 1 ||
+            run.sparse.weights.size() != run.sparse.ids.size() ||
+            run.sparse.offsets.back() != run.sparse.ids.size()) {
+          run.failure =
+              "backend returned sparse vectors that do not fit " + std::to_string(n) + " texts";
+        }
+        break;
+      case kMultiVector:
+        run.vectors = backend_->EmbedMultiVector(run.ids);
+        if (run.vectors.size() !=
+            (run.ids.tokens() - n) * static_cast<std::size_t>(backend_->multi_vector_dim())) {
+          run.failure = "backend returned " + std::to_string(run.vectors.size()) +
+                        " floats for the token vectors of " + std::to_string(n) + " texts";
+        }
+        break;
+      case kKinds:
+        break;
     }
-    return;
+  } catch (const std::exception& e) {
+    run.failure = e.what();
   }
-  for (std::size_t k = 0; k < items.size(); ++k) {
-    auto it = requests_.find(items[k].request);
+}
+
+void ModelRunner::Distribute(Kind kind, Run& run, std::size_t batch_texts, BatchTrace* trace,
+                             bool tracing, std::vector<Outcome>* done) {
+  const std::size_t dim = info_.dim;
+  const auto row_dim = static_cast<std::size_t>(backend_->multi_vector_dim());
+  std::size_t row = 0;  // kMultiVector: the first token vector of text k
+  for (std::size_t k = 0; k < run.items.size(); ++k) {
+    const BatchItem& item = run.items[k];
+    const std::size_t token_rows = kind == kMultiVector ? run.ids.length(k) - 1 : 0;
+    row += token_rows;
+    auto it = requests_.find(item.request);
     if (it == requests_.end()) continue;  // failed while we ran
     Request& r = it->second;
-    std::copy_n(vectors.begin() + static_cast<std::ptrdiff_t>(k * dim), dim,
-                r.vectors.begin() + static_cast<std::ptrdiff_t>(items[k].index * dim));
-    r.largest_batch = std::max(r.largest_batch, items.size());
+    if (kind == kPooled) {
+      std::copy_n(run.vectors.begin() + static_cast<std::ptrdiff_t>(k * dim), dim,
+                  r.vectors.begin() + static_cast<std::ptrdiff_t>(item.index * dim));
+    } else if (kind == kSparse) {
+      const auto first = static_cast<std::ptrdiff_t>(run.sparse.offsets[k]),
+                 last = static_cast<std::ptrdiff_t>(run.sparse.offsets[k + 1]);
+      r.rows[item.index].assign(run.sparse.weights.begin() + first,
+                                run.sparse.weights.begin() + last);
+      r.row_ids[item.index].assign(run.sparse.ids.begin() + first, run.sparse.ids.begin() + last);
+    } else {
+      const auto from =
+          run.vectors.begin() + static_cast<std::ptrdiff_t>((row - token_rows) * row_dim);
+      r.rows[item.index].assign(from, from + static_cast<std::ptrdiff_t>(token_rows * row_dim));
+    }
+    r.largest_batch = std::max(r.largest_batch, batch_texts);
     if (--r.remaining == 0) {
       if (tracing) {
-        const auto stay = trace.locked - r.received;
-        trace.stay_sum += stay;
-        trace.stay_max = std::max(trace.stay_max, stay);
-        ++trace.answered;
+        const auto stay = trace->locked - r.received;
+        trace->stay_sum += stay;
+        trace->stay_max = std::max(trace->stay_max, stay);
+        ++trace->answered;
       }
       done->push_back(Outcome{it->first, std::nullopt, {}, std::move(r)});
       requests_.erase(it);
     }
   }
-  if (tracing) LogBatch(trace);
 }
 
 void ModelRunner::LogBatch(const BatchTrace& t) const {
@@ -570,6 +657,20 @@ void ModelRunner::Send(zmq::socket_t& results, std::vector<Outcome>& outcomes) {
     }
     reply.batch_size = static_cast<std::uint32_t>(o.request.largest_batch);
     reply.data = std::move(o.request.vectors);
+    if (KindOf(o.request.task) != kPooled) {
+      // Each text's rows one after another, and a sparse text's token ids beside its weights.
+      const bool sparse = o.request.task == protocol::Task::kSparse;
+      reply.dim = sparse ? 1 : static_cast<std::uint32_t>(backend_->multi_vector_dim());
+      for (std::size_t i = 0; i < o.request.rows.size(); ++i) {
+        const auto& rows = o.request.rows[i];
+        reply.rows.push_back(static_cast<std::uint32_t>(rows.size() / reply.dim));
+        reply.data.insert(reply.data.end(), rows.begin(), rows.end());
+        if (sparse) {
+          reply.indices.insert(reply.indices.end(), o.request.row_ids[i].begin(),
+                               o.request.row_ids[i].end());
+        }
+      }
+    }
     reply.tokens = std::move(o.request.tokens);
     zmq::send_multipart(results, protocol::Encode(protocol::Command::kReply, o.request_id,
                                                   protocol::Encode(reply)));

@@ -94,7 +94,13 @@ class ModelRunner {
     std::uint32_t dimensions = 0;  // < dim: the reply cuts each vector to it (Matryoshka)
     bool scores = false;           // a kScore request: the reply has labels
     bool raw_scores = false;       // ... and the logits as they are
-    std::vector<float> vectors;    // count x dim
+    // kEmbed, kScore: a pooled vector per text; kSparse, kMultiVector: rows per text.
+    protocol::Task task = protocol::Task::kEmbed;
+    std::vector<float> vectors;  // count x dim (kEmbed, kScore)
+    // kSparse: per text its weights and their token ids; kMultiVector: per text its token
+    // vectors (Backend::multi_vector_dim floats each).
+    std::vector<std::vector<float>> rows;
+    std::vector<std::vector<std::uint32_t>> row_ids;
     std::size_t remaining = 0;
     std::size_t largest_batch = 0;
     Clock::time_point received;  // by the worker (Job::received): for the batch trace
@@ -151,6 +157,24 @@ class ModelRunner {
     Clock::duration stay_sum{}, stay_max{};  // their time in the worker so far
   };
   void LogBatch(const BatchTrace& trace) const;
+  // What a batch's texts ask of the backend, each kind one run of it: pooled vectors (kEmbed,
+  // kScore), sparse weights, token vectors. A batch mixing them runs the model once per kind.
+  enum Kind : std::size_t { kPooled, kSparse, kMultiVector, kKinds };
+  static Kind KindOf(protocol::Task task);
+  // One kind's run: its texts, the batch of their ids, and what the backend gave (or why not).
+  struct Run {
+    std::vector<BatchItem> items;
+    engine::TokenBatch ids;
+    std::vector<float> vectors;  // kPooled: items x dim; kMultiVector: (tokens - items) x D
+    engine::Backend::SparseVectors sparse;
+    std::string failure;
+  };
+  // Runs the backend on `run` (without the lock), filling its output or failure.
+  void Infer(Kind kind, Run& run);
+  // Hands each text's output to its request (requires mu_); a request whose last text this
+  // was goes to `done`, counted in the trace.
+  void Distribute(Kind kind, Run& run, std::size_t batch_texts, BatchTrace* trace, bool tracing,
+                  std::vector<Outcome>* done);
   void Fail(std::uint64_t request_id, ErrorCode code, const std::string& message,
             std::vector<Outcome>* done);  // requires mu_
   void Send(zmq::socket_t& results, std::vector<Outcome>& outcomes);

@@ -4,6 +4,7 @@
 
 #include "common/error_code.h"
 #include "engine/encoder/sentence_transformers_config.h"
+#include "engine/encoder/token_heads.h"
 
 namespace ember::engine {
 namespace {
@@ -11,11 +12,12 @@ namespace {
 class EncoderBackend final : public Backend {
  public:
   EncoderBackend(std::unique_ptr<EncoderModel> model, std::size_t max_length, bool matryoshka,
-                 Prompts prompts)
+                 Prompts prompts, TokenHeads heads)
       : model_(std::move(model)),
         max_length_(max_length),
         matryoshka_(matryoshka),
-        prompts_(std::move(prompts)) {}
+        prompts_(std::move(prompts)),
+        heads_(std::move(heads)) {}
 
   std::int64_t dim() const override { return model_->dim(); }
   std::uint64_t memory_bytes() const override { return model_->memory_bytes(); }
@@ -33,11 +35,21 @@ class EncoderBackend final : public Backend {
 
   std::vector<float> Embed(const TokenBatch& batch) override { return model_->Embed(batch); }
 
+  bool sparse() const override { return heads_.sparse(); }
+  SparseVectors EmbedSparse(const TokenBatch& batch) override {
+    return heads_.Sparse(model_->TokenStates(batch).data(), batch);
+  }
+  std::int64_t multi_vector_dim() const override { return heads_.multi_vector_dim(); }
+  std::vector<float> EmbedMultiVector(const TokenBatch& batch) override {
+    return heads_.MultiVector(model_->TokenStates(batch).data(), batch);
+  }
+
  private:
   std::unique_ptr<EncoderModel> model_;
   std::size_t max_length_;
   bool matryoshka_;
   Prompts prompts_;
+  TokenHeads heads_;
 };
 
 }  // namespace
@@ -113,8 +125,14 @@ std::unique_ptr<Backend> LoadEncoderBackend(const std::filesystem::path& dir,
     throw std::runtime_error("model '" + dir.string() + "': the default prompt '" +
                              prompts.default_name + "' is not one of its prompts");
   }
-  return std::make_unique<EncoderBackend>(
-      std::move(model), max_length, load.matryoshka.value_or(st.truncate_dim), std::move(prompts));
+  // A classifier scores with its own head; token-level heads are an encoder's.
+  TokenHeads heads =
+      model->labels().empty()
+          ? TokenHeads::Load(dir, model->dim(), load.sparse_skip_ids, model->normalize())
+          : TokenHeads{};
+  return std::make_unique<EncoderBackend>(std::move(model), max_length,
+                                          load.matryoshka.value_or(st.truncate_dim),
+                                          std::move(prompts), std::move(heads));
 }
 
 }  // namespace ember::engine

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/backend.h"
 #include "engine/backend_params.h"
@@ -26,6 +27,9 @@ struct EncoderLoad {
   // The prompt for requests that name none, overriding the folder's default_prompt_name; it
   // must be one of the folder's prompts.
   std::optional<std::string> default_prompt_name = std::nullopt;
+  // The ids a sparse head leaves out (token_heads.h SparseSkipIds; the folder's tokenizer
+  // knows them, the loader of both passes them).
+  std::vector<std::int32_t> sparse_skip_ids{};
 };
 
 // The encoder backend's parameters (a model version's config.toml, docs/models.md):
@@ -45,7 +49,8 @@ EncoderLoad ParseEncoderParams(BackendParams params, std::string device, int thr
 
 // Loads `dir` (config.json, model.safetensors, optional sentence-transformers files: pooling,
 // Normalize, and config_sentence_transformers.json's prompts, default_prompt_name and
-// truncate_dim). Throws std::runtime_error naming what is missing or wrong.
+// truncate_dim; an encoder's token-level heads, bge-m3's sparse_linear.pt and
+// colbert_linear.pt, token_heads.h). Throws std::runtime_error naming what is missing or wrong.
 std::unique_ptr<Backend> LoadEncoderBackend(const std::filesystem::path& dir,
                                             const EncoderLoad& load);
 

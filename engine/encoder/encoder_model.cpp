@@ -307,6 +307,11 @@ struct EncoderModel::Impl {
     return x.view({b, len, h}).to(at::kFloat);
   }
 
+  // The ATen forward of `batch` padded to its longest sequence: the last hidden states, float32
+  // [batch.size() * longest, H] on the host, sequence i's `lens[i]` rows from `starts[i]`.
+  at::Tensor PaddedForward(const TokenBatch& batch, std::vector<int64_t>* starts,
+                           std::vector<int64_t>* lens) const;
+
   RelativeBias relative_bias() const {
     if (!rel_bias.defined()) return {};
     return {.table = rel_bias.data_ptr<float>(), .span = cfg.max_tokens()};
@@ -695,20 +700,20 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
   return std::unique_ptr<EncoderModel>(new EncoderModel(std::move(impl)));
 }
 
-std::vector<float> EncoderModel::Embed(const TokenBatch& batch) const {
-  const Impl& m = *impl_;
-  const auto b = static_cast<int64_t>(batch.size());
-  if (b == 0) return {};
+namespace {
+
+// Throws std::invalid_argument for a sequence EncoderModel cannot run (encoder_model.h).
+void CheckBatch(const EncoderConfig& cfg, const TokenBatch& batch) {
   for (size_t i = 0; i < batch.size(); ++i) {
     const auto seq = batch.sequence(i);
     if (seq.empty()) {
       throw std::invalid_argument("EncoderModel::Embed: sequence " + std::to_string(i) +
                                   " is empty");
     }
-    if (static_cast<int64_t>(seq.size()) > m.cfg.max_tokens()) {
+    if (static_cast<int64_t>(seq.size()) > cfg.max_tokens()) {
       throw std::invalid_argument("EncoderModel::Embed: sequence " + std::to_string(i) + " has " +
                                   std::to_string(seq.size()) + " tokens, more than the model's " +
-                                  std::to_string(m.cfg.max_tokens()) + " positions");
+                                  std::to_string(cfg.max_tokens()) + " positions");
     }
     // A model with one token type (XLM-R, MPNet, ModernBERT: no token_type_ids in HF) reads
     // every token as type 0, whatever segments its tokenizer marks.
@@ -718,24 +723,77 @@ std::vector<float> EncoderModel::Embed(const TokenBatch& batch) const {
                                   std::to_string(seq.size()) + " tokens");
     }
     for (int32_t id : seq) {
-      if (id < 0 || id >= m.cfg.vocab) {
+      if (id < 0 || id >= cfg.vocab) {
         throw std::invalid_argument("EncoderModel::Embed: sequence " + std::to_string(i) +
                                     " has token id " + std::to_string(id) + " outside [0, " +
-                                    std::to_string(m.cfg.vocab) + ")");
+                                    std::to_string(cfg.vocab) + ")");
       }
     }
   }
+}
+
+// at::set_num_threads also sets the calling thread's OpenMP ICV, which OpenBLAS/OpenMP read
+// per thread: a thread other than the loading one would otherwise run BLAS with the OpenMP
+// default (all cores). Once per thread.
+void ApplyThreads(int threads) {
+  if (threads <= 0) return;
+  thread_local int applied = 0;
+  if (applied != threads) {
+    at::set_num_threads(threads);
+    applied = threads;
+  }
+}
+
+}  // namespace
+
+at::Tensor EncoderModel::Impl::PaddedForward(const TokenBatch& batch, std::vector<int64_t>* starts,
+                                             std::vector<int64_t>* lens) const {
+  const auto b = static_cast<int64_t>(batch.size());
   const auto len = static_cast<int64_t>(batch.max_length());
-  if (m.threads > 0) {
-    // at::set_num_threads also sets the calling thread's OpenMP ICV, which
-    // OpenBLAS/OpenMP read per thread: a thread other than the loading one would
-    // otherwise run BLAS with the OpenMP default (all cores). Once per thread.
-    thread_local int applied = 0;
-    if (applied != m.threads) {
-      at::set_num_threads(m.threads);
-      applied = m.threads;
+  // The ATen forward pads to the longest sequence. CUDA: page-locked host buffers, so the
+  // copies below run asynchronously on the model's stream (LibTorch's caching host
+  // allocator keeps them alive until the copy has finished).
+  const bool cuda = device.is_cuda();
+  const auto host = at::TensorOptions().pinned_memory(cuda);
+  at::Tensor id_t = at::zeros({b, len}, host.dtype(at::kLong));  // pad id 0; masked out anyway
+  at::Tensor mask_t = at::zeros({b, len}, host.dtype(at::kFloat));
+  at::Tensor pos_t = at::full({b, len}, cfg.position_offset, host.dtype(at::kLong));
+  at::Tensor type_t;  // only for pairs; undefined: all token type 0
+  const bool typed = batch.has_pairs() && cfg.type_vocab > 1;
+  if (typed) type_t = at::zeros({b, len}, host.dtype(at::kLong));
+  auto* id_p = id_t.data_ptr<int64_t>();
+  auto* mask_p = mask_t.data_ptr<float>();
+  starts->resize(batch.size());
+  lens->resize(batch.size());
+  for (int64_t i = 0; i < b; ++i) {
+    const auto seq = batch.sequence(static_cast<size_t>(i));
+    (*starts)[static_cast<size_t>(i)] = i * len;
+    (*lens)[static_cast<size_t>(i)] = static_cast<int64_t>(seq.size());
+    std::copy(seq.begin(), seq.end(), id_p + i * len);
+    PositionRows(seq, cfg.position_offset, cfg.pad_id, pos_t.data_ptr<int64_t>() + i * len);
+    std::fill_n(mask_p + i * len, seq.size(), 1.0f);
+    if (const size_t second = batch.second_start(static_cast<size_t>(i)); typed && second != 0) {
+      std::fill_n(type_t.data_ptr<int64_t>() + i * len + static_cast<int64_t>(second),
+                  static_cast<int64_t>(seq.size() - second), int64_t{1});
     }
   }
+  // The last hidden states come back to the host; the copy to pageable memory synchronises
+  // with the stream.
+  return Forward(
+             id_t.to(device, at::kLong, /*non_blocking=*/cuda),
+             mask_t.to(device, at::kFloat, /*non_blocking=*/cuda), *lens,
+             pos_t.to(device, at::kLong, /*non_blocking=*/cuda),
+             type_t.defined() ? type_t.to(device, at::kLong, /*non_blocking=*/cuda) : at::Tensor())
+      .to(at::kCPU)
+      .contiguous();
+}
+
+std::vector<float> EncoderModel::Embed(const TokenBatch& batch) const {
+  const Impl& m = *impl_;
+  const auto b = static_cast<int64_t>(batch.size());
+  if (b == 0) return {};
+  CheckBatch(m.cfg, batch);
+  ApplyThreads(m.threads);
 
   c10::InferenceMode guard;
   try {
@@ -771,48 +829,50 @@ std::vector<float> EncoderModel::Embed(const TokenBatch& batch) const {
       return CudaEncode(*m.cuda_fused, batch, m.pooling, m.normalize);
     }
 #endif
-    // The ATen forward pads to the longest sequence. CUDA: page-locked host buffers, so the
-    // copies below run asynchronously on the model's stream (LibTorch's caching host
-    // allocator keeps them alive until the copy has finished).
-    const bool cuda = m.device.is_cuda();
-    const auto host = at::TensorOptions().pinned_memory(cuda);
-    at::Tensor id_t = at::zeros({b, len}, host.dtype(at::kLong));  // pad id 0; masked out anyway
-    at::Tensor mask_t = at::zeros({b, len}, host.dtype(at::kFloat));
-    at::Tensor pos_t = at::full({b, len}, m.cfg.position_offset, host.dtype(at::kLong));
-    at::Tensor type_t;  // only for pairs; undefined: all token type 0
-    const bool typed = batch.has_pairs() && m.cfg.type_vocab > 1;
-    if (typed) type_t = at::zeros({b, len}, host.dtype(at::kLong));
-    auto* id_p = id_t.data_ptr<int64_t>();
-    auto* mask_p = mask_t.data_ptr<float>();
-    std::vector<int64_t> starts(batch.size()), lens(batch.size());
-    for (int64_t i = 0; i < b; ++i) {
-      const auto seq = batch.sequence(static_cast<size_t>(i));
-      starts[static_cast<size_t>(i)] = i * len;
-      lens[static_cast<size_t>(i)] = static_cast<int64_t>(seq.size());
-      std::copy(seq.begin(), seq.end(), id_p + i * len);
-      PositionRows(seq, m.cfg.position_offset, m.cfg.pad_id, pos_t.data_ptr<int64_t>() + i * len);
-      std::fill_n(mask_p + i * len, seq.size(), 1.0f);
-      if (const size_t second = batch.second_start(static_cast<size_t>(i)); typed && second != 0) {
-        std::fill_n(type_t.data_ptr<int64_t>() + i * len + static_cast<int64_t>(second),
-                    static_cast<int64_t>(seq.size() - second), int64_t{1});
-      }
-    }
-    // The last hidden states come back to the host, where they are pooled as every backend
-    // pools (engine/pooling.h); the copy to pageable memory synchronises with the stream.
-    const at::Tensor hidden =
-        m.Forward(id_t.to(m.device, at::kLong, /*non_blocking=*/cuda),
-                  mask_t.to(m.device, at::kFloat, /*non_blocking=*/cuda), lens,
-                  pos_t.to(m.device, at::kLong, /*non_blocking=*/cuda),
-                  type_t.defined() ? type_t.to(m.device, at::kLong, /*non_blocking=*/cuda)
-                                   : at::Tensor())
-            .to(at::kCPU)
-            .contiguous();
+    // Pooled on the host as every backend pools (engine/pooling.h).
+    std::vector<int64_t> starts, lens;
+    const at::Tensor hidden = m.PaddedForward(batch, &starts, &lens);
     std::vector<float> out(batch.size() * static_cast<size_t>(m.cfg.hidden));
     PoolRows(hidden.data_ptr<float>(), m.cfg.hidden, starts, lens, m.pooling, m.normalize,
              out.data());
     return finish(std::move(out));
   } catch (const c10::Error& e) {
     throw std::runtime_error(std::string("EncoderModel::Embed: ") + e.what_without_backtrace());
+  }
+}
+
+std::vector<float> EncoderModel::TokenStates(const TokenBatch& batch) const {
+  const Impl& m = *impl_;
+  if (batch.empty()) return {};
+  if (m.head) throw std::logic_error("EncoderModel::TokenStates: a classifier has none");
+  CheckBatch(m.cfg, batch);
+  ApplyThreads(m.threads);
+  c10::InferenceMode guard;
+  try {
+    const auto h = static_cast<size_t>(m.cfg.hidden);
+    std::vector<float> out(batch.tokens() * h);
+    if (m.fused) {
+      CpuEncodeTokens(*m.fused, batch, out.data());
+      return out;
+    }
+    // The CUDA encoder pools on the device; token states take the ATen forward there.
+    std::optional<StreamLanes::Lease> lane;
+    std::optional<c10::StreamGuard> on_stream;
+    if (m.streams) {
+      lane.emplace(m.streams->Acquire());
+      on_stream.emplace(lane->stream());
+    }
+    std::vector<int64_t> starts, lens;
+    const at::Tensor hidden = m.PaddedForward(batch, &starts, &lens);
+    const float* rows = hidden.data_ptr<float>();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      std::copy_n(rows + starts[i] * m.cfg.hidden, lens[i] * m.cfg.hidden,
+                  out.begin() + batch.offsets()[i] * m.cfg.hidden);
+    }
+    return out;
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(std::string("EncoderModel::TokenStates: ") +
+                             e.what_without_backtrace());
   }
 }
 

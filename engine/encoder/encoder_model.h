@@ -105,6 +105,11 @@ class EncoderModel {
     return Embed(TokenBatch::Of(ids));
   }
 
+  // The last hidden state of every token, before pooling: row-major float32 [batch.tokens() x
+  // hidden_size], sequence i's rows from batch.offsets()[i] (bge-m3's token-level heads read
+  // them, token_heads.h). Not for a classifier (std::logic_error). Throws as Embed.
+  std::vector<float> TokenStates(const TokenBatch& batch) const;
+
   // hidden_size; a classifier's: its number of labels (Embed gives its logits).
   int64_t dim() const;
   // A ...ForSequenceClassification checkpoint's labels, in id order (EncoderConfig::labels):

@@ -8,7 +8,10 @@ tokenizer tests, the MPNet ones with all-mpnet-base-v2's):
   - "e5-aten": the same folder on the ATen forward (`encoder = "aten"`: the path CUDA takes for
     a batch holding a typed padding token);
   - "m3": bge-m3's shape (hidden 1024, 16 heads, 8,194 positions) cut to one layer, CLS
-    pooling, Normalize, max_seq_length 8192;
+    pooling, Normalize, max_seq_length 8192, with bge-m3's sparse and ColBERT heads
+    (sparse_linear.pt, colbert_linear.pt) held to FlagEmbedding's M3 embedder on /embed_sparse
+    and /embed_multi_vector; "m3-aten" the same folder on the ATen forward (the path a GPU takes
+    for them);
   - "reranker": an XLMRobertaForSequenceClassification with one label (bge-reranker-v2-m3's
     head), multilingual-e5-small's shape cut to two layers;
   - "mpnet": all-mpnet-base-v2's shape (MPNetModel: relative attention bias, no token types)
@@ -93,6 +96,45 @@ def corpus():
     return [t for t in texts if t.strip()]
 
 
+def m3_reference(folder, texts):
+    """bge-m3's lexical weights and ColBERT vectors as FlagEmbedding 1.4.2's M3Embedder computes
+    them (inference/embedder/encoder_only/m3.py: _process_token_weights, _process_colbert_vecs;
+    the heads as its finetune/embedder/encoder_only/m3/modeling.py applies them), on
+    transformers' forward in float32. FlagEmbedding itself needs datasets, peft and more that the
+    project's environment does not carry; docs/models.md records a run against it. One text at a
+    time: no padding, whose rows FlagEmbedding masks and drops anyway."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModel.from_pretrained(folder).eval()
+    hidden = model.config.hidden_size
+    sparse_linear = torch.nn.Linear(hidden, 1)
+    sparse_linear.load_state_dict(torch.load(os.path.join(folder, "sparse_linear.pt"),
+                                             weights_only=True))
+    colbert = torch.load(os.path.join(folder, "colbert_linear.pt"), weights_only=True)
+    colbert_linear = torch.nn.Linear(hidden, colbert["weight"].shape[0])
+    colbert_linear.load_state_dict(colbert)
+    unused_tokens = set()
+    for token in ["cls_token", "eos_token", "pad_token", "unk_token"]:
+        if token in tokenizer.special_tokens_map:
+            unused_tokens.add(tokenizer.convert_tokens_to_ids(tokenizer.special_tokens_map[token]))
+    lexical, colbert_vecs = [], []
+    with torch.no_grad():
+        for text in texts:
+            inputs = tokenizer([text], truncation=True, max_length=8192, return_tensors="pt")
+            state = model(**inputs).last_hidden_state
+            token_weights = torch.relu(sparse_linear(state)).squeeze(-1)[0].numpy()
+            result = {}
+            for w, idx in zip(token_weights, inputs["input_ids"][0].tolist()):
+                if idx not in unused_tokens and w > 0 and w > result.get(idx, 0):
+                    result[idx] = float(w)
+            lexical.append(result)
+            vecs = colbert_linear(state[:, 1:]) * inputs["attention_mask"][:, 1:][:, :, None]
+            vecs = torch.nn.functional.normalize(vecs, dim=-1)[0]
+            colbert_vecs.append(vecs[:int(inputs["attention_mask"].sum()) - 1].numpy())
+    return lexical, colbert_vecs
+
+
 def decoder_texts(texts):
     """The corpus, texts of one token and texts past 2,048 tokens (a decoder's batches mix them:
     a padding or position bug shows there)."""
@@ -145,6 +187,7 @@ class FamiliesTest(unittest.TestCase):
         for name, source in SERVED:
             add_version(repository, name, source)
         add_version(repository, "e5-aten", E5_DIR, 'encoder = "aten"\n')
+        add_version(repository, "m3-aten", M3_DIR, 'encoder = "aten"\n')
         add_version(repository, "modernbert-aten", MODERNBERT_DIR, 'encoder = "aten"\n')
         add_version(repository, "qwen3-aten", QWEN3_DIR, 'encoder = "aten"\n')
         cls.processes = [
@@ -161,7 +204,7 @@ class FamiliesTest(unittest.TestCase):
         deadline = time.monotonic() + 240
         while True:
             statuses = [cls.post(cls, "/embed", {"model": m, "inputs": "warm-up"})[0]
-                        for m in ("e5", "e5-aten", "m3", "mpnet", "modernbert",
+                        for m in ("e5", "e5-aten", "m3", "m3-aten", "mpnet", "modernbert",
                                   "modernbert-aten") + DECODERS]
             statuses += [cls.post(cls, "/rerank", {"model": m, "query": "warm",
                                                    "texts": ["up"]})[0] for m in RERANKERS]
@@ -221,6 +264,80 @@ class FamiliesTest(unittest.TestCase):
         texts = [t for t in self.texts if len(t) < 3000][::4]
         texts.append(" ".join("Satz %d über <pad> Füchse und Hunde." % i for i in range(150)))
         self.check_vectors("m3", M3_DIR, texts)
+
+    def m3_texts(self):
+        # Up to about 2,000 tokens (one layer of hidden 1024), with XLM-R's special tokens typed
+        # in: those FlagEmbedding leaves out of the lexical weights, and <mask>, which it keeps.
+        texts = [t for t in self.texts if len(t) < 3000][::6]
+        texts.append(" ".join("Satz %d über <pad> Füchse, <unk> Hunde und <mask>." % i
+                              for i in range(150)))
+        return texts
+
+    def check_sparse(self, model):
+        texts = self.m3_texts()
+        want, _ = m3_reference(M3_DIR, texts)
+        got = []
+        for i in range(0, len(texts), CHUNK):
+            status, reply, _ = self.post("/embed_sparse", {"model": model,
+                                                           "inputs": texts[i:i + CHUNK]})
+            self.assertEqual(status, 200, reply)
+            got.extend(reply)
+        self.assertEqual(len(got), len(texts))
+        worst = 0.0
+        for k, (entries, weights) in enumerate(zip(got, want)):
+            ids = [e["index"] for e in entries]
+            self.assertEqual(ids, sorted(set(ids)), "text %d: ids not ascending once each" % k)
+            self.assertTrue(all(e["value"] > 0 for e in entries))
+            mine = {e["index"]: e["value"] for e in entries}
+            # An id weighted near 0 may fall on either side of the ReLU: compare as vectors.
+            for idx in set(mine) | set(weights):
+                err = abs(mine.get(idx, 0.0) - weights.get(idx, 0.0))
+                worst = max(worst, err)
+                self.assertLess(err, TOLERANCE, "text %d (%r...), token %d" % (k, texts[k][:60],
+                                                                              idx))
+        print("\n%s /embed_sparse: max |ember - FlagEmbedding| %.2g over %d texts, %d weights"
+              % (model, worst, len(texts), sum(len(w) for w in want)), file=sys.stderr)
+
+    def check_multi_vector(self, model):
+        texts = self.m3_texts()
+        _, want = m3_reference(M3_DIR, texts)
+        got = []
+        for i in range(0, len(texts), CHUNK):
+            status, reply, _ = self.post("/embed_multi_vector", {"model": model,
+                                                                 "inputs": texts[i:i + CHUNK]})
+            self.assertEqual(status, 200, reply)
+            got.extend(reply)
+        self.assertEqual(len(got), len(texts))
+        worst = 0.0
+        for k, (vectors, reference) in enumerate(zip(got, want)):
+            vectors = np.asarray(vectors, dtype=np.float64)
+            self.assertEqual(vectors.shape, reference.shape, "text %d" % k)
+            worst = max(worst, float(np.abs(vectors - reference).max()))
+        print("\n%s /embed_multi_vector: max |ember - FlagEmbedding| %.2g over %d texts, %d "
+              "vectors" % (model, worst, len(texts), sum(len(w) for w in want)), file=sys.stderr)
+        self.assertLess(worst, TOLERANCE)
+
+    def test_m3_sparse_equals_flagembedding(self):
+        self.check_sparse("m3")
+
+    def test_m3_sparse_on_aten_equals_flagembedding(self):
+        self.check_sparse("m3-aten")
+
+    def test_m3_multi_vector_equals_flagembedding(self):
+        self.check_multi_vector("m3")
+
+    def test_m3_multi_vector_on_aten_equals_flagembedding(self):
+        self.check_multi_vector("m3-aten")
+
+    def test_a_model_without_the_heads_refuses_them(self):
+        for path, head in (("/embed_sparse", "sparse_linear.pt"),
+                           ("/embed_multi_vector", "colbert_linear.pt")):
+            status, reply, _ = self.post(path, {"model": "e5", "inputs": ["a", "b"]})
+            self.assertEqual(status, 400, reply)
+            self.assertEqual(reply["error_type"], "Validation")
+            self.assertIn(head, reply["error"])
+        status, reply, _ = self.post("/embed_sparse", {"model": "reranker", "inputs": "a"})
+        self.assertEqual(status, 400, reply)
 
     def test_mpnet_equals_sentence_transformers(self):
         self.check_vectors("mpnet", MPNET_DIR, self.texts)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "engine/encoder/cpu/cpu_kernels.h"
 #include "engine/encoder/cpu/sgemm.h"
@@ -131,9 +132,10 @@ void ForRows(int64_t rows, int64_t cols, F&& f) {
 }
 
 // The whole encoder for sequences [first, first + count) of the batch, packed back to back as
-// they lie in it; their pooled (and normalised) rows go to out [count x H].
+// they lie in it; their pooled (and normalised) rows go to out [count x H], or, with no
+// pooling, their tokens' last hidden states to out [their tokens x H].
 void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t first, size_t count,
-                 Pooling pooling, bool normalize, float* out) {
+                 std::optional<Pooling> pooling, bool normalize, float* out) {
   const int64_t h = w.hidden, ffn = w.intermediate, hd = w.heads.head_dim;
   const int64_t qw = w.heads.q_width(), ld = w.heads.row_width();
   const int32_t base = batch.offsets()[first];
@@ -281,7 +283,11 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
             [&](int64_t r0, int64_t r1) { norm_rows(x, r0, r1, w.final_ln_w, w.final_ln_b); });
   }
 
-  PoolRows(x, h, starts, lens, pooling, normalize, out);
+  if (pooling) {
+    PoolRows(x, h, starts, lens, *pooling, normalize, out);
+  } else {
+    std::copy_n(x, rows * h, out);
+  }
 }
 
 // Tokens per EncodeChunk: a batch's sequences run in chunks of at most this many rows (a longer
@@ -291,26 +297,38 @@ void EncodeChunk(const CpuEncoderWeights& w, const TokenBatch& batch, size_t fir
 // one byte per 256 FLOPs.
 constexpr int64_t kChunkRows = 512;
 
-}  // namespace
-
-void CpuEncode(const CpuEncoderWeights& w, const TokenBatch& batch, Pooling pooling, bool normalize,
-               float* out) {
+// EncodeChunk over the batch, a chunk at a time (kChunkRows).
+void EncodeChunks(const CpuEncoderWeights& w, const TokenBatch& batch,
+                  std::optional<Pooling> pooling, bool normalize, float* out) {
+  // Where sequence i's output starts: its pooled row, or its first token's.
+  const auto out_of = [&](size_t i) {
+    return out + (pooling ? static_cast<int64_t>(i) : batch.offsets()[i]) * w.hidden;
+  };
   size_t first = 0;
   int64_t rows = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     const auto len = static_cast<int64_t>(batch.length(i));
     if (i > first && rows + len > kChunkRows) {
-      EncodeChunk(w, batch, first, i - first, pooling, normalize,
-                  out + static_cast<int64_t>(first) * w.hidden);
+      EncodeChunk(w, batch, first, i - first, pooling, normalize, out_of(first));
       first = i;
       rows = 0;
     }
     rows += len;
   }
   if (first < batch.size()) {
-    EncodeChunk(w, batch, first, batch.size() - first, pooling, normalize,
-                out + static_cast<int64_t>(first) * w.hidden);
+    EncodeChunk(w, batch, first, batch.size() - first, pooling, normalize, out_of(first));
   }
+}
+
+}  // namespace
+
+void CpuEncode(const CpuEncoderWeights& w, const TokenBatch& batch, Pooling pooling, bool normalize,
+               float* out) {
+  EncodeChunks(w, batch, pooling, normalize, out);
+}
+
+void CpuEncodeTokens(const CpuEncoderWeights& w, const TokenBatch& batch, float* out) {
+  EncodeChunks(w, batch, std::nullopt, false, out);
 }
 
 }  // namespace ember::engine

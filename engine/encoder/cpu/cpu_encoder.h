@@ -57,7 +57,7 @@ struct CpuEncoderWeights {
   int64_t hidden = 0, intermediate = 0;
   AttentionHeads heads;
   float eps = 1e-12f;
-  const float* word_emb = nullptr;  // [vocab, H]
+  const float* word_emb = nullptr;          // [vocab, H]
   const uint16_t* word_emb_bf16 = nullptr;  // or the same in bfloat16 (a bf16 checkpoint's)
   // [max_tokens, H]: row t is the position of a sequence's token t (EncoderConfig's
   // position_offset applied); with a padding id, row -1 is a padding token's (positions.h).
@@ -113,6 +113,9 @@ struct CpuEncoderWeights {
 // concurrently.
 void CpuEncode(const CpuEncoderWeights& w, const TokenBatch& batch, Pooling pooling, bool normalize,
                float* out);
+// The same forward without pooling: every token's last hidden state into out [batch.tokens() x
+// H], sequence i's rows from batch.offsets()[i].
+void CpuEncodeTokens(const CpuEncoderWeights& w, const TokenBatch& batch, float* out);
 
 // Self-attention of float32 rows. qkv: [rows, heads.row_width()], each row its queries, keys
 // and values (Q already scaled by 1/sqrt(hd)); sequence i occupies rows [starts[i], starts[i] +
