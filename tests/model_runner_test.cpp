@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -465,6 +466,126 @@ TEST_F(ModelRunnerTest, DecodeReadsDecimalIds) {
     ASSERT_TRUE(protocol::Decode(refused.body(), &body, &error)) << error;
     EXPECT_EQ(body.code, ErrorCode::kBadRequest);
   }
+}
+
+// Issue 35: bge-m3's token-level outputs. Each sparse entry is a distinct id of the sequence,
+// weighted by how often it occurs; each multi-vector row is [id, position] of a token but the
+// first. Counts the calls of each kind.
+class FakeHeads : public testing::FakeBackend {
+ public:
+  bool sparse() const override { return true; }
+  SparseVectors EmbedSparse(const engine::TokenBatch& batch) override {
+    ++sparse_calls;
+    SparseVectors out;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      std::map<std::int32_t, float> counts;
+      for (const std::int32_t id : batch.sequence(i)) counts[id] += 1;
+      for (const auto& [id, n] : counts) {
+        out.ids.push_back(id);
+        out.weights.push_back(n);
+      }
+      out.offsets.push_back(out.ids.size());
+    }
+    return out;
+  }
+  std::int64_t multi_vector_dim() const override { return 2; }
+  std::vector<float> EmbedMultiVector(const engine::TokenBatch& batch) override {
+    ++multi_calls;
+    std::vector<float> out;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      for (std::size_t t = 1; t < batch.length(i); ++t) {
+        out.push_back(static_cast<float>(batch.sequence(i)[t]));
+        out.push_back(static_cast<float>(t));
+      }
+    }
+    return out;
+  }
+  std::vector<float> Embed(const engine::TokenBatch& batch) override {
+    ++pooled_calls;
+    return FakeBackend::Embed(batch);
+  }
+  std::atomic<int> pooled_calls = 0, sparse_calls = 0, multi_calls = 0;
+};
+
+// One batch holding a dense, a sparse and a multi-vector request runs the backend once per kind,
+// and each reply holds its own kind's rows.
+TEST_F(ModelRunnerTest, ABatchMixingOutputsRunsEachKindOnce) {
+  zmq::socket_t results(context_, zmq::socket_type::pull);
+  results.bind(kEndpoint);
+  results.set(zmq::sockopt::rcvtimeo, 5'000);
+  RunnerOptions options;
+  options.batcher.max_queue_delay = 10s;  // the batch leaves at its preferred size only
+  options.batcher.preferred_batch_sizes = {3};
+  auto heads = std::make_unique<FakeHeads>();
+  FakeHeads* backend = heads.get();
+  std::map<std::uint64_t, protocol::EmbedReply> replies;
+  {
+    ModelRunner runner("w", {.name = "m3", .version = 1, .dim = 4},
+                       testing::Model(std::move(heads)), context_, kEndpoint, options);
+    const std::pair<protocol::Task, const char*> asks[] = {{protocol::Task::kEmbed, "abc"},
+                                                           {protocol::Task::kSparse, "aab"},
+                                                           {protocol::Task::kMultiVector, "xyz"}};
+    std::uint64_t id = 0;
+    for (const auto& [task, text] : asks) {
+      Job job;
+      job.request_id = ++id;
+      job.request = {.model = "m3", .inputs = {text}};
+      job.request.task = task;
+      runner.Submit(std::move(job));
+    }
+    for (int i = 0; i < 3; ++i) {
+      std::vector<zmq::message_t> frames;
+      ASSERT_TRUE(zmq::recv_multipart(results, std::back_inserter(frames)));
+      std::string error;
+      auto message = protocol::Decode(frames, &error);
+      ASSERT_TRUE(message) << error;
+      ASSERT_EQ(message->command, protocol::Command::kReply) << message->body();
+      ASSERT_TRUE(protocol::Decode(message->body(), &replies[message->request_id], &error))
+          << error;
+    }
+    EXPECT_EQ(backend->pooled_calls, 1);
+    EXPECT_EQ(backend->sparse_calls, 1);
+    EXPECT_EQ(backend->multi_calls, 1);
+  }
+  for (const auto& [id, reply] : replies) EXPECT_EQ(reply.batch_size, 3u) << id;
+  EXPECT_EQ(replies[1].data, (std::vector<float>{3, 1, 0, 0}));
+  EXPECT_TRUE(replies[1].rows.empty());
+  EXPECT_EQ(replies[2].dim, 1u);
+  EXPECT_EQ(replies[2].rows, (std::vector<std::uint32_t>{2}));
+  EXPECT_EQ(replies[2].indices, (std::vector<std::uint32_t>{'a', 'b'}));
+  EXPECT_EQ(replies[2].data, (std::vector<float>{2, 1}));
+  EXPECT_EQ(replies[3].dim, 2u);
+  EXPECT_EQ(replies[3].rows, (std::vector<std::uint32_t>{2}));
+  EXPECT_EQ(replies[3].data, (std::vector<float>{'y', 1, 'z', 2}));
+}
+
+// A model without the heads, or dimensions on a token-level output, is BAD_REQUEST.
+TEST_F(ModelRunnerTest, TokenLevelOutputsNeedTheirHeads) {
+  zmq::socket_t results(context_, zmq::socket_type::pull);
+  results.bind(kEndpoint);
+  results.set(zmq::sockopt::rcvtimeo, 3'000);
+  ModelRunner plain("w", {.name = "e", .version = 1, .dim = 4},
+                    testing::Model(std::make_unique<testing::FakeBackend>()), context_, kEndpoint,
+                    RunnerOptions{});
+  ModelRunner m3("w", {.name = "m3", .version = 1, .dim = 4},
+                 testing::Model(std::make_unique<FakeHeads>()), context_, kEndpoint,
+                 RunnerOptions{});
+  const auto refusal = [&](ModelRunner& runner, protocol::Task task, std::uint32_t dimensions) {
+    protocol::EmbedRequest request{.model = "x", .inputs = {"a"}};
+    request.task = task;
+    request.dimensions = dimensions;
+    const protocol::Message message = Answer(runner, results, request);
+    protocol::ErrorBody body;
+    std::string error;
+    EXPECT_EQ(message.command, protocol::Command::kError);
+    EXPECT_TRUE(protocol::Decode(message.body(), &body, &error)) << error;
+    EXPECT_EQ(body.code, ErrorCode::kBadRequest);
+    return body.message;
+  };
+  EXPECT_NE(refusal(plain, protocol::Task::kSparse, 0).find("sparse_linear.pt"), std::string::npos);
+  EXPECT_NE(refusal(plain, protocol::Task::kMultiVector, 0).find("colbert_linear.pt"),
+            std::string::npos);
+  EXPECT_NE(refusal(m3, protocol::Task::kSparse, 2).find("'dimensions'"), std::string::npos);
 }
 
 }  // namespace

@@ -56,6 +56,10 @@ class Embeddings:
         self.token_spans = list(zip(spans[0::2], spans[1::2]))
         # A decode's (dim 0, no vectors): one text per sequence of ids.
         self.texts = list(reply.get("texts") or [])
+        # A sparse or multi-vector reply's: how many rows of dim floats each text has (e[i]
+        # then holds them all), and a sparse row's token id.
+        self.rows = list(reply.get("rows") or [])
+        self.indices = list(reply.get("indices") or [])
         self._rows = protocol.vectors(reply)
 
     def __len__(self):
@@ -307,6 +311,37 @@ class Client:
         timeout_ms = max(1, int(round(timeout * 1000)))
         body = protocol.embed_request(model, texts, timeout_ms=timeout_ms, **fields)
         return _embeddings(self._call(protocol.REQUEST, body, timeout, attempts), len(texts))
+
+    def embed_sparse(self, model, texts, version=0, truncate=True, timeout=None, attempts=None,
+                     prompt_name=""):
+        """Each text's sparse lexical weights from a model with a sparse head (bge-m3's
+        sparse_linear.pt): a list of {token id: weight} per text, weights > 0 (FlagEmbedding's
+        lexical_weights, keyed by int). Raises BadRequestError for a model without the head."""
+        texts = _texts(texts)
+        reply = self._request(model, texts, timeout, attempts, version=version,
+                              truncate=truncate, prompt_name=prompt_name, task="sparse")
+        if len(reply.rows) != len(texts) or reply.dim != 1:
+            raise InternalError("worker %r answered a sparse embedding with something else"
+                                % reply.worker)
+        out, at = [], 0
+        for i, count in enumerate(reply.rows):
+            out.append(dict(zip(reply.indices[at:at + count], reply[i])))
+            at += count
+        return out
+
+    def embed_multi_vector(self, model, texts, version=0, truncate=True, timeout=None,
+                           attempts=None, prompt_name=""):
+        """Each text's token vectors from a model with a multi-vector head (bge-m3's
+        colbert_linear.pt): per text a list of arrays of floats, one per token but the first
+        (FlagEmbedding's colbert_vecs). Raises BadRequestError for a model without the head."""
+        texts = _texts(texts)
+        reply = self._request(model, texts, timeout, attempts, version=version,
+                              truncate=truncate, prompt_name=prompt_name, task="multi_vector")
+        if len(reply.rows) != len(texts) or reply.indices:
+            raise InternalError("worker %r answered a multi-vector embedding with something else"
+                                % reply.worker)
+        return [[reply[i][r * reply.dim:(r + 1) * reply.dim] for r in range(count)]
+                for i, count in enumerate(reply.rows)]
 
     def tokenize(self, model, texts, version=0, truncate=True, timeout=None, attempts=None):
         """The tokens of ``texts`` (a str or a list of str) as ``model`` runs them: an Embeddings

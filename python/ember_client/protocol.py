@@ -90,15 +90,24 @@ def embed_request(model, inputs, version=0, timeout_ms=0, truncate=True, dimensi
 
 
 def vectors(reply):
-    """The float32 rows of an EmbedReply map, as array.array('f') each."""
+    """The float32 rows of an EmbedReply map, as array.array('f') each: one per input, or, for a
+    reply with "rows" (task "sparse" or "multi_vector"), each input's rows x dim floats."""
     dim, count, data = reply.get("dim"), reply.get("count"), reply.get("data")
     if not isinstance(dim, int) or not isinstance(count, int) or not isinstance(data, bytes):
         raise InternalError("malformed embedding reply: needs dim, count and bin data")
-    if len(data) != dim * count * 4:
-        raise InternalError("malformed embedding reply: %d bytes of data for %d x %d float32"
-                            % (len(data), count, dim))
+    rows = reply.get("rows")
+    if rows is not None and (not isinstance(rows, list) or len(rows) != count):
+        raise InternalError("malformed embedding reply: 'rows' must count each input's rows")
+    sizes = [dim * r for r in rows] if rows is not None else [dim] * count
+    if len(data) != sum(sizes) * 4:
+        raise InternalError("malformed embedding reply: %d bytes of data for %d float32"
+                            % (len(data), sum(sizes)))
     flat = array.array("f")
     flat.frombytes(data)
     if sys.byteorder != "little":
         flat.byteswap()
-    return [flat[i * dim:(i + 1) * dim] for i in range(count)]
+    out, at = [], 0
+    for size in sizes:
+        out.append(flat[at:at + size])
+        at += size
+    return out

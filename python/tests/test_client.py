@@ -30,6 +30,8 @@ ROUTER = os.environ.get("EMBER_ROUTER_BIN", "")
 WORKER = os.environ.get("EMBER_WORKER_BIN", "")
 EMBERCTL = os.environ.get("EMBERCTL_BIN", "")
 TINY = os.environ.get("EMBER_TINY_DIR", "")
+# bge-m3's shape with its sparse and ColBERT heads (tests/CMakeLists.txt's families models).
+M3 = os.environ.get("EMBER_XLMR_M3_DIR", "")
 
 
 def max_abs_diff(a, b):
@@ -163,6 +165,9 @@ class ClusterTest(unittest.TestCase):
         with self.assertRaises(ember_client.BadRequestError) as caught:
             self.client.embed("tiny", "x", dimensions=16)
         self.assertIn("Matryoshka", str(caught.exception))
+        with self.assertRaises(ember_client.BadRequestError) as caught:
+            self.client.embed_sparse("tiny", "x")
+        self.assertIn("sparse_linear.pt", str(caught.exception))
 
     def test_router_enforces_the_deadline(self):
         texts = ["a text long enough to keep the slow worker busy " * 4] * 8
@@ -327,6 +332,66 @@ class FailoverTest(unittest.TestCase):
             self.assertEqual(client.router, self.a)
 
 
+@unittest.skipUnless(os.path.exists(os.path.join(M3, "sparse_linear.pt")),
+                     "no bge-m3 test model (EMBER_XLMR_M3_DIR)")
+class TokenOutputsTest(unittest.TestCase):
+    """Issue 35: bge-m3's sparse weights and ColBERT vectors through the Python client (their
+    values are held to FlagEmbedding in test_families.py; here, what the client makes of the
+    replies)."""
+
+    @classmethod
+    def setUpClass(cls):
+        require(ROUTER, WORKER)
+        cls.dir = tempfile.mkdtemp(prefix="ember-py-m3-")
+        frontend = "ipc://" + os.path.join(cls.dir, "frontend")
+        backend = "ipc://" + os.path.join(cls.dir, "backend")
+        cls.processes = [
+            start([ROUTER, "--frontend", frontend, "--backend", backend],
+                  os.path.join(cls.dir, "router.log")),
+            start([WORKER, "--router", backend, "--id", "w1", "--threads", "1",
+                   "--model", "m3=" + M3], os.path.join(cls.dir, "w1.log")),
+        ]
+        cls.client = ember_client.Client(frontend, timeout=60)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                cls.client.embed("m3", "warm-up", attempts=1, timeout=2)
+                break
+            except ember_client.EmberError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        stop(cls.processes, timeout=10)
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_sparse_weights_are_the_texts_ids(self):
+        texts = ["Füchse jagen Füchse.", "a"]
+        ids = self.client.tokenize("m3", texts)
+        sparse = self.client.embed_sparse("m3", texts)
+        self.assertEqual(len(sparse), 2)
+        at = 0
+        for text, weights, count in zip(texts, sparse, ids.tokens):
+            tokens = ids.token_ids[at:at + count]
+            at += count
+            self.assertTrue(set(weights) <= set(tokens[1:-1]), text)  # not <s> or </s>
+            self.assertTrue(all(w > 0 for w in weights.values()), text)
+        self.assertTrue(sparse[0])
+
+    def test_multi_vector_has_a_unit_vector_per_token_but_the_first(self):
+        texts = ["Füchse jagen Füchse.", "a"]
+        ids = self.client.tokenize("m3", texts)
+        vectors = self.client.embed_multi_vector("m3", texts)
+        self.assertEqual([len(v) for v in vectors], [n - 1 for n in ids.tokens])
+        for text in vectors:
+            for v in text:
+                self.assertEqual(len(v), 1024)
+                self.assertAlmostEqual(sum(x * x for x in v), 1.0, places=4)
+
+
 class ProtocolTest(unittest.TestCase):
     """The frames exactly as docs/protocol.md lays them out."""
 
@@ -349,6 +414,11 @@ class ProtocolTest(unittest.TestCase):
         self.assertEqual([list(r) for r in rows], [[1.0] * 3] * 2)
         with self.assertRaises(ember_client.InternalError):
             protocol.vectors({"dim": 4, "count": 2, "data": data})
+        # Rows per input (a sparse or multi-vector reply): dim x rows[i] floats each.
+        rows = protocol.vectors({"dim": 2, "count": 2, "rows": [2, 1], "data": data})
+        self.assertEqual([len(r) for r in rows], [4, 2])
+        with self.assertRaises(ember_client.InternalError):
+            protocol.vectors({"dim": 2, "count": 2, "rows": [2, 2], "data": data})
 
     def test_unknown_error_code_is_internal(self):
         from ember_client.errors import error_for

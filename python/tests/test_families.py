@@ -225,13 +225,18 @@ class FamiliesTest(unittest.TestCase):
         """(status, parsed JSON body, headers) of a POST to the gateway."""
         return post_json(self.base, path, body, timeout=120)
 
-    def embed(self, model, texts):
-        vectors = []
+    def collect(self, path, model, texts):
+        """The gateway's answers on `path` for `texts`, CHUNK at a time, one per text."""
+        answers = []
         for i in range(0, len(texts), CHUNK):
-            status, reply, _ = self.post("/embed", {"model": model, "inputs": texts[i:i + CHUNK]})
+            status, reply, _ = self.post(path, {"model": model, "inputs": texts[i:i + CHUNK]})
             self.assertEqual(status, 200, reply)
-            vectors.extend(reply)
-        return np.asarray(vectors, dtype=np.float64)
+            answers.extend(reply)
+        self.assertEqual(len(answers), len(texts))
+        return answers
+
+    def embed(self, model, texts):
+        return np.asarray(self.collect("/embed", model, texts), dtype=np.float64)
 
     def check_vectors(self, model, folder, texts, want=None, peer="sentence-transformers"):
         if want is None:
@@ -276,13 +281,7 @@ class FamiliesTest(unittest.TestCase):
     def check_sparse(self, model):
         texts = self.m3_texts()
         want, _ = m3_reference(M3_DIR, texts)
-        got = []
-        for i in range(0, len(texts), CHUNK):
-            status, reply, _ = self.post("/embed_sparse", {"model": model,
-                                                           "inputs": texts[i:i + CHUNK]})
-            self.assertEqual(status, 200, reply)
-            got.extend(reply)
-        self.assertEqual(len(got), len(texts))
+        got = self.collect("/embed_sparse", model, texts)
         worst = 0.0
         for k, (entries, weights) in enumerate(zip(got, want)):
             ids = [e["index"] for e in entries]
@@ -301,13 +300,7 @@ class FamiliesTest(unittest.TestCase):
     def check_multi_vector(self, model):
         texts = self.m3_texts()
         _, want = m3_reference(M3_DIR, texts)
-        got = []
-        for i in range(0, len(texts), CHUNK):
-            status, reply, _ = self.post("/embed_multi_vector", {"model": model,
-                                                                 "inputs": texts[i:i + CHUNK]})
-            self.assertEqual(status, 200, reply)
-            got.extend(reply)
-        self.assertEqual(len(got), len(texts))
+        got = self.collect("/embed_multi_vector", model, texts)
         worst = 0.0
         for k, (vectors, reference) in enumerate(zip(got, want)):
             vectors = np.asarray(vectors, dtype=np.float64)
