@@ -356,16 +356,21 @@ TEST(EncoderModelOptions, InvalidDevice) {
   EXPECT_THROW(EncoderModel::Load(TestDataDir() / "tiny_f16", opt), std::runtime_error);
 }
 
-// config.toml's encoder and cuda-layernorm keys reach EncoderOptions; bad values name the key.
+// config.toml's encoder, cuda-layernorm and cuda-decoder-kernels keys reach EncoderOptions; bad
+// values name the key.
 TEST(BertParams, EncoderAndCudaLayerNorm) {
-  EncoderLoad load =
-      ParseEncoderParams({{"encoder", "aten"}, {"cuda-layernorm", "block"}}, "cpu", 1);
+  EncoderLoad load = ParseEncoderParams(
+      {{"encoder", "aten"}, {"cuda-layernorm", "block"}, {"cuda-decoder-kernels", "true"}}, "cpu",
+      1);
   EXPECT_FALSE(load.model.fused);
   EXPECT_FALSE(load.model.cuda_warp_layernorm);
+  EXPECT_TRUE(load.model.cuda_decoder_kernels);
   load = ParseEncoderParams({}, "cuda:0", 0);
   EXPECT_TRUE(load.model.fused);
   EXPECT_TRUE(load.model.cuda_warp_layernorm) << "warp is the default";
-  for (const auto& [key, value] : {std::pair{"encoder", "fast"}, {"cuda-layernorm", "row"}}) {
+  EXPECT_FALSE(load.model.cuda_decoder_kernels) << "unverified kernels are off by default";
+  for (const auto& [key, value] :
+       {std::pair{"encoder", "fast"}, {"cuda-layernorm", "row"}, {"cuda-decoder-kernels", "yes"}}) {
     try {
       ParseEncoderParams({{key, value}}, "cpu", 1);
       ADD_FAILURE() << key << " = " << value << " was accepted";

@@ -150,6 +150,40 @@ TEST(CudaClassifier, ScoresPairsAsTheCpuDoes) {
   std::printf("  classifier on CUDA (ATen) vs CPU: max abs diff %.3g\n", a.max_abs);
 }
 
+// Issue 37: a decoder (the families test's qwen3-tiny: q/k norms, RoPE, SwiGLU; mistral-tiny:
+// RoPE without q/k norms, a sliding window) on CUDA's ATen forward, with and without ember's
+// decoder kernels (EncoderOptions::cuda_decoder_kernels), against the fused CPU encoder in
+// float32 on fresh random ids of 1 to 600 tokens.
+TEST(CudaDecoder, KernelsMatchTheCpu) {
+  EMBER_SKIP_WITHOUT_CUDA();
+  for (const char* env : {"EMBER_QWEN3_DIR", "EMBER_MISTRAL_DIR"}) {
+    const char* dir = std::getenv(env);
+    if (dir == nullptr || !fs::exists(fs::path(dir) / "config.json")) {
+      GTEST_SKIP() << env << " names no decoder test model";
+    }
+    const auto cpu = EncoderModel::Load(dir, {.threads = 2});
+    const unsigned seed = std::random_device{}();
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(cpu->vocab_size() - 1));
+    Ids ids;
+    for (const size_t len : {1, 2, 7, 31, 300, 600, 3}) {
+      std::vector<int32_t> seq(len);
+      for (int32_t& t : seq) t = id(rng);
+      ids.push_back(std::move(seq));
+    }
+    const std::vector<float> want = cpu->Embed(ids);
+    for (const bool kernels : {false, true}) {
+      const auto gpu =
+          EncoderModel::Load(dir, {.device = "cuda:0", .cuda_decoder_kernels = kernels});
+      const Agreement a = Compare(gpu->Embed(ids), want, static_cast<size_t>(cpu->dim()));
+      EXPECT_LE(a.max_abs, 2e-5) << env << (kernels ? " with" : " without")
+                                 << " the decoder kernels, seed " << seed;
+      std::printf("  %s on CUDA (ATen, %s decoder kernels) vs CPU: max abs diff %.3g\n", env,
+                  kernels ? "with" : "without", a.max_abs);
+    }
+  }
+}
+
 // fp16 and bf16 against float32 (issue 25: cosine >= 0.9999). With random weights distinct
 // texts are already close in cosine, so each row must also be nearer its own float32 row than
 // any other's.

@@ -1,4 +1,5 @@
-// engine/encoder/cuda/cuda_kernels.h against their CPU references
+// engine/encoder/cuda/cuda_kernels.h against their CPU references (the decoders' RMSNorm, RoPE
+// and gated activation too, issue 37)
 // (engine/encoder/cpu/cpu_kernels.h, engine/pooling.h) on fresh random inputs of several shapes (1
 // row, odd widths, 512-token sequences) in float32, float16 and bfloat16, the LayerNorms in both
 // row layouts (the warp one had not yet run on a GPU when it was written). Outputs are poisoned
@@ -16,9 +17,11 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/encoder/cpu/cpu_kernels.h"
+#include "engine/encoder/rotary_embedding.h"
 #include "engine/pooling.h"
 #include "tests/cuda_required.h"
 
@@ -247,6 +250,76 @@ TEST_P(CudaKernels, PoolRowsMatchesCpu) {
           EXPECT_LE(worst, 2e-5) << "(seed " << seed_ << ")";
         }
       }
+    }
+  }
+}
+
+// Issue 37: the decoders' RMSNorm, in rows (a layer's norm) and in groups of head_dim within
+// wider rows (Qwen3's per-head q/k norms, the rest of the row untouched).
+TEST_P(CudaKernels, RmsNormMatchesCpu) {
+  for (const auto& [rows, groups, n, ld] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1024, 1024},
+        {7, 1, 37, 37},
+        {513, 1, 4096, 4096},
+        {9, 16, 128, 16 * 128 + 2 * 8 * 128}}) {
+    auto [x, x_d] = Random({rows, ld}, 0.5f, 2.0f);
+    auto [gamma, gamma_d] = Random({n}, 1.0f, 0.2f);
+    const at::Tensor gamma_f = gamma_d.to(at::kFloat);
+    at::Tensor out_d = Poisoned({rows, ld}, GetParam().dtype);
+    out_d.narrow(1, groups * n, ld - groups * n).copy_(x_d.narrow(1, groups * n, ld - groups * n));
+    cuda::RmsNorm(GetParam().kernel_dtype, x_d.data_ptr(), out_d.data_ptr(), ld, rows, groups, n,
+                  gamma_f.data_ptr<float>(), 1e-6f, Stream());
+    at::Tensor want = x.clone();
+    for (int64_t r = 0; r < rows; ++r) {
+      RmsNorm(want.data_ptr<float>() + r * ld, gamma.data_ptr<float>(), groups, n, 1e-6f);
+    }
+    SCOPED_TRACE("rows " + std::to_string(rows) + ", groups " + std::to_string(groups) + " of " +
+                 std::to_string(n));
+    ExpectNear(out_d, want, 1e-5);
+    // In place gives the same.
+    cuda::RmsNorm(GetParam().kernel_dtype, x_d.data_ptr(), x_d.data_ptr(), ld, rows, groups, n,
+                  gamma_f.data_ptr<float>(), 1e-6f, Stream());
+    ExpectNear(x_d, want, 1e-5);
+  }
+}
+
+// RoPE of the first heads of each row at its position; the rest of the row untouched.
+TEST_P(CudaKernels, RotateHalfMatchesCpu) {
+  for (const auto& [rows, heads, head_dim, ld] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 64, 64},
+        {33, 24, 128, 24 * 128 + 8 * 128},
+        {600, 6, 64, 10 * 64}}) {
+    const RotaryTable table = MakeRotaryTable(1e6, head_dim, rows);
+    auto [x, x_d] = Random({rows, ld});
+    const at::Tensor positions =
+        at::arange(rows, at::TensorOptions().dtype(at::kInt)).to(at::kCUDA);
+    const at::Tensor cos = table.cos.to(at::kCUDA, at::kFloat).contiguous();
+    const at::Tensor sin = table.sin.to(at::kCUDA, at::kFloat).contiguous();
+    cuda::RotateHalf(GetParam().kernel_dtype, x_d.data_ptr(), ld, rows, heads, head_dim,
+                     positions.data_ptr<int32_t>(), cos.data_ptr<float>(), sin.data_ptr<float>(),
+                     Stream());
+    at::Tensor want = x.clone();
+    const at::Tensor cos_h = table.cos.to(at::kFloat).contiguous();
+    const at::Tensor sin_h = table.sin.to(at::kFloat).contiguous();
+    RotateHalf(want.data_ptr<float>(), ld, rows, heads, head_dim, cos_h.data_ptr<float>(),
+               sin_h.data_ptr<float>());
+    SCOPED_TRACE("rows " + std::to_string(rows) + ", heads " + std::to_string(heads));
+    ExpectNear(x_d, want, 1e-5);
+  }
+}
+
+TEST_P(CudaKernels, GatedActivationMatchesCpu) {
+  for (const Activation act : {Activation::kSilu, Activation::kGeluErf}) {
+    for (const auto& [rows, n] : {std::pair<int64_t, int64_t>{1, 11}, {7, 3072}, {513, 37}}) {
+      auto [y, y_d] = Random({rows, 2 * n}, 0.0f, 2.0f);
+      at::Tensor out_d = Poisoned({rows, n}, GetParam().dtype);
+      cuda::GatedActivation(GetParam().kernel_dtype, y_d.data_ptr(), rows, n, act, out_d.data_ptr(),
+                            Stream());
+      at::Tensor want = at::empty({rows, n}, at::kFloat);
+      GatedActivation(y.data_ptr<float>(), rows, n, act, want.data_ptr<float>());
+      SCOPED_TRACE("activation " + std::to_string(static_cast<int>(act)) + ", rows " +
+                   std::to_string(rows) + ", n " + std::to_string(n));
+      ExpectNear(out_d, want, 2e-5);
     }
   }
 }

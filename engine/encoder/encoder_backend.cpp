@@ -98,6 +98,9 @@ EncoderLoad ParseEncoderParams(BackendParams params, std::string device, int thr
                   "cuda-layernorm = \"" + *layout + "\": expected block or warp");
     }
   }
+  if (const auto k = params.TakeBool("cuda-decoder-kernels")) {
+    load.model.cuda_decoder_kernels = *k;
+  }
   if (const auto m = params.TakeBool("matryoshka")) load.matryoshka = *m;
   if (auto name = params.TakeString("default-prompt-name")) {
     load.default_prompt_name = std::move(*name);

@@ -38,13 +38,14 @@ struct EncoderLoad {
 //   encoder = "fused" | "aten"             the device's packed encoder (default) or the ATen
 //                                          forward (EncoderOptions::fused)
 //   cuda-layernorm = "warp" | "block"      EncoderOptions::cuda_warp_layernorm (warp: default)
+//   cuda-decoder-kernels = true | false    EncoderOptions::cuda_decoder_kernels (default false)
 //   matryoshka = true | false              EncoderLoad::matryoshka (default: the folder's word)
 //   default-prompt-name = "query" | ""     EncoderLoad::default_prompt_name (default: the
 //                                          folder's default_prompt_name)
 // Throws ember::Error (BAD_REQUEST) for a bad value or an unknown key.
 inline constexpr char kEncoderParams[] =
-    "pooling, normalize, max-length, precision, encoder, cuda-layernorm, matryoshka, "
-    "default-prompt-name";
+    "pooling, normalize, max-length, precision, encoder, cuda-layernorm, cuda-decoder-kernels, "
+    "matryoshka, default-prompt-name";
 EncoderLoad ParseEncoderParams(BackendParams params, std::string device, int threads);
 
 // Loads `dir` (config.json, model.safetensors, optional sentence-transformers files: pooling,

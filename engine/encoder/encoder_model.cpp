@@ -31,6 +31,7 @@
 #include "engine/encoder/sentence_transformers_config.h"
 #include "engine/encoder/stream_lanes.h"
 #ifdef EMBER_HAVE_CUDA_ENCODER
+#include "engine/encoder/cuda/aten_kernels.h"
 #include "engine/encoder/cuda/cuda_encoder.h"
 #endif
 
@@ -136,6 +137,7 @@ struct EncoderModel::Impl {
   int64_t max_length = 0;
   at::Device device{at::kCPU};
   Precision precision = Precision::kFp32;
+  bool cuda_decoder_kernels = false;  // EncoderOptions::cuda_decoder_kernels, on CUDA
   // Dtype of the hidden states between layers: float32 on CPU (reduced precision is only in
   // the GEMMs there), the compute dtype on CUDA.
   at::ScalarType act_dtype = at::kFloat;
@@ -230,8 +232,21 @@ struct EncoderModel::Impl {
                           .view({1, 1, len, len});
       }
     }
+#ifdef EMBER_HAVE_CUDA_ENCODER
+    // The decoders' element-wise passes as ember's kernels (EncoderOptions::cuda_decoder_kernels),
+    // RoPE at each padded row's position in its sequence.
+    const bool kernels = cuda_decoder_kernels && device.is_cuda();
+    at::Tensor row_positions;
+    if (kernels && rope.cos.defined()) {
+      row_positions =
+          at::arange(len, at::TensorOptions().dtype(at::kInt).device(device)).repeat({b});
+    }
+#endif
     // RMSNorm over the last dim, in float32 as HF's (Qwen3RMSNorm, MistralRMSNorm).
     const auto rms = [&](const at::Tensor& t, const at::Tensor& w) {
+#ifdef EMBER_HAVE_CUDA_ENCODER
+      if (kernels) return cuda::RmsNormRows(t.contiguous(), w, cfg.eps);
+#endif
       const at::Tensor f = t.to(at::kFloat);
       return (w.to(at::kFloat) * (f * at::rsqrt(f.pow(2).mean(-1, true) + cfg.eps)))
           .to(t.scalar_type());
@@ -239,7 +254,20 @@ struct EncoderModel::Impl {
     // Self-attention of `in` [B*L, H] in layer i: the context [B*L, q_width].
     const auto attention = [&](const Layer& l, const at::Tensor& in, int64_t i) {
       at::Tensor qkv = l.qkv(in).to(act_dtype);  // [B*L, q_width + 2 kv_width], Q pre-scaled
-      if (rope.cos.defined() || l.q_norm_w.defined()) {
+      const bool rotate_or_norm = rope.cos.defined() || l.q_norm_w.defined();
+#ifdef EMBER_HAVE_CUDA_ENCODER
+      if (kernels && rotate_or_norm) {
+        qkv = qkv.contiguous();
+        const RotaryTable& table = cfg.sliding(i) ? sliding_rope : rope;
+        const auto f32 = [](const at::Tensor& t) {
+          return t.defined() ? t.to(at::kFloat).contiguous() : t;
+        };
+        cuda::NormAndRotateHeads(qkv, nh, nkv, hd, l.q_norm_w, l.k_norm_w, cfg.eps, row_positions,
+                                 f32(table.cos), f32(table.sin));
+      } else if (rotate_or_norm) {
+#else
+      if (rotate_or_norm) {
+#endif
         at::Tensor q = qkv.narrow(1, 0, qw).view({b, len, nh, hd});
         at::Tensor k = qkv.narrow(1, qw, kvw).view({b, len, nkv, hd});
         if (l.q_norm_w.defined()) {
@@ -285,6 +313,9 @@ struct EncoderModel::Impl {
     const auto feed_forward_inner = [&](const Layer& l, const at::Tensor& in) {
       const at::Tensor inner = l.inter(in);
       if (!cfg.gated_ffn) return Activate(inner);
+#ifdef EMBER_HAVE_CUDA_ENCODER
+      if (kernels) return cuda::GatedActivationRows(inner.contiguous(), cfg.act);
+#endif
       const int64_t n = cfg.intermediate;
       return Activate(inner.narrow(-1, 0, n)) * inner.narrow(-1, n, n);
     };
@@ -336,6 +367,7 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
   }
   if (options.threads > 0) at::set_num_threads(options.threads);
   impl->precision = options.precision;
+  impl->cuda_decoder_kernels = options.cuda_decoder_kernels;
   switch (options.precision) {
     case Precision::kFp32:
       break;

@@ -77,6 +77,11 @@ struct EncoderOptions {
   // on an H200 and measured 1-4% faster) or one block per row (cuda/cuda_kernels.h RowLayout;
   // config.toml `cuda-layernorm = "block"`).
   bool cuda_warp_layernorm = true;
+  // The ATen forward on CUDA (the decoders' path there): RMSNorm, Qwen3's q/k norms with RoPE,
+  // and the SwiGLU gate as ember's kernels (cuda/aten_kernels.h) instead of several ATen ops
+  // each (config.toml `cuda-decoder-kernels = true`). Off by default: written and tested
+  // against CPU references without a GPU, not yet run on one.
+  bool cuda_decoder_kernels = false;
 };
 
 class EncoderModel {

@@ -9,24 +9,11 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "engine/encoder/cuda/aten_kernels.h"
 #include "engine/encoder/cuda/cuda_kernels.h"
 
 namespace ember::engine {
 namespace {
-
-cuda::DType KernelType(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat:
-      return cuda::DType::kFloat32;
-    case at::kHalf:
-      return cuda::DType::kFloat16;
-    case at::kBFloat16:
-      return cuda::DType::kBFloat16;
-    default:
-      throw std::invalid_argument(std::string("CudaEncode: weights of dtype ") + c10::toString(t) +
-                                  " (expected float32, float16 or bfloat16)");
-  }
-}
 
 // Self-attention over the packed stream: q, k, v [tokens, heads, head_dim] (views into the QKV
 // GEMM's output, last dimension contiguous; q pre-scaled, hence scale 1), cu_seqlens int32
@@ -70,7 +57,7 @@ std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& bat
   const int64_t h = w.hidden, nh = w.heads, hd = h / nh;
   const at::Device device = w.word_emb.device();
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
-  const cuda::DType dtype = KernelType(w.word_emb.scalar_type());
+  const cuda::DType dtype = cuda::KernelType(w.word_emb.scalar_type());
   const at::TensorOptions opts = w.word_emb.options();
 
   // ids, positions and offsets in one page-locked buffer, copied to the device in one

@@ -240,6 +240,57 @@ __global__ void PoolRowsKernel(const T* hidden, std::int64_t dim, const std::int
   for (std::int64_t c = threadIdx.x; c < dim; c += blockDim.x) out[i * dim + c] = vec[c] * scale;
 }
 
+// One block per (row, group): x's `n` elements at row * ld + group * n, normalised by their
+// root mean square and scaled by gamma (float32) into out at the same place.
+template <class T>
+__global__ void RmsNormKernel(const T* x, T* out, std::int64_t ld, std::int64_t groups,
+                              std::int64_t n, const float* gamma, float eps) {
+  __shared__ float scratch[32];
+  const std::int64_t row = blockIdx.x / groups, group = blockIdx.x % groups;
+  const std::int64_t base = row * ld + group * n;
+  float sq = 0.0f;
+  for (std::int64_t c = threadIdx.x; c < n; c += blockDim.x) {
+    const float v = Load(x, base + c);
+    sq += v * v;
+  }
+  const float inv = rsqrtf(BlockSum(sq, scratch) / static_cast<float>(n) + eps);
+  for (std::int64_t c = threadIdx.x; c < n; c += blockDim.x) {
+    Store(out, base + c, gamma[c] * (Load(x, base + c) * inv));
+  }
+}
+
+// One thread per (row, head, i < head_dim / 2): the pair (i, i + head_dim / 2) of that head
+// rotated by the angle of the row's position.
+template <class T>
+__global__ void RotateHalfKernel(T* x, std::int64_t ld, std::int64_t rows, std::int64_t heads,
+                                 std::int64_t head_dim, const std::int32_t* positions,
+                                 const float* cos, const float* sin) {
+  const std::int64_t half = head_dim / 2, total = rows * heads * half;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total;
+       k += stride) {
+    const std::int64_t i = k % half, head = (k / half) % heads, row = k / (half * heads);
+    const std::int64_t at = row * ld + head * head_dim + i;
+    const std::int64_t angle = static_cast<std::int64_t>(positions[row]) * half + i;
+    const float a = Load(x, at), b = Load(x, at + half), c = cos[angle], s = sin[angle];
+    Store(x, at, a * c - b * s);
+    Store(x, at + half, b * c + a * s);
+  }
+}
+
+// out[r][c] = act(y[r][c]) * y[r][n + c].
+template <class T>
+__global__ void GatedActivationKernel(const T* y, std::int64_t rows, std::int64_t n, Activation act,
+                                      T* out) {
+  const std::int64_t total = rows * n;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += stride) {
+    const std::int64_t r = i / n, c = i % n;
+    Store(out, i, Activate(Load(y, r * 2 * n + c), act) * Load(y, r * 2 * n + n + c));
+  }
+}
+
 void Check(cudaError_t status, const char* kernel) {
   if (status != cudaSuccess) {
     throw std::runtime_error(std::string("CUDA kernel ") + kernel + ": " +
@@ -348,6 +399,57 @@ void PoolRows(DType dtype, const void* hidden, std::int64_t dim, const std::int3
         static_cast<const T*>(hidden), dim, offsets, pooling != Pooling::kCls, normalize, out);
   });
   Check(cudaGetLastError(), "PoolRows");
+}
+
+namespace {
+
+// Blocks for a grid-stride kernel over `total` elements: enough to fill the GPU several times
+// over.
+unsigned GridBlocks(std::int64_t total, unsigned threads) {
+  return static_cast<unsigned>(std::min<std::int64_t>((total + threads - 1) / threads, 65536));
+}
+
+}  // namespace
+
+void RmsNorm(DType dtype, const void* x, void* out, std::int64_t ld, std::int64_t rows,
+             std::int64_t groups, std::int64_t n, const float* gamma, float eps,
+             cudaStream_t stream) {
+  if (rows <= 0 || groups <= 0 || n <= 0) return;
+  const std::int64_t blocks = rows * groups;
+  if (blocks > 0x7fffffff) throw std::runtime_error("CUDA kernel RmsNorm: too many rows");
+  WithType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    RmsNormKernel<T><<<static_cast<unsigned>(blocks), RowThreads(n), 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(out), ld, groups, n, gamma, eps);
+  });
+  Check(cudaGetLastError(), "RmsNorm");
+}
+
+void RotateHalf(DType dtype, void* x, std::int64_t ld, std::int64_t rows, std::int64_t heads,
+                std::int64_t head_dim, const std::int32_t* positions, const float* cos,
+                const float* sin, cudaStream_t stream) {
+  const std::int64_t total = rows * heads * (head_dim / 2);
+  if (total <= 0) return;
+  constexpr unsigned kThreads = 256;
+  WithType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    RotateHalfKernel<T><<<GridBlocks(total, kThreads), kThreads, 0, stream>>>(
+        static_cast<T*>(x), ld, rows, heads, head_dim, positions, cos, sin);
+  });
+  Check(cudaGetLastError(), "RotateHalf");
+}
+
+void GatedActivation(DType dtype, const void* y, std::int64_t rows, std::int64_t n, Activation act,
+                     void* out, cudaStream_t stream) {
+  const std::int64_t total = rows * n;
+  if (total <= 0) return;
+  constexpr unsigned kThreads = 256;
+  WithType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    GatedActivationKernel<T><<<GridBlocks(total, kThreads), kThreads, 0, stream>>>(
+        static_cast<const T*>(y), rows, n, act, static_cast<T*>(out));
+  });
+  Check(cudaGetLastError(), "GatedActivation");
 }
 
 }  // namespace ember::engine::cuda

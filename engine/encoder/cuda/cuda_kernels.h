@@ -5,6 +5,10 @@
 //   AddLayerNorm    <- AddLayerNorm (same file)
 //   BiasActivation  <- BiasActivation (same file)
 //   PoolRows        <- PoolRows (engine/pooling.h)
+//   RmsNorm, RotateHalf, GatedActivation <- the same names in cpu_kernels.h: the decoders'
+//                      RMSNorm (and Qwen3's per-head q/k norms), RoPE and SwiGLU, used by the
+//                      ATen forward on CUDA only with EncoderOptions::cuda_decoder_kernels (off
+//                      by default: not yet run on a GPU)
 // Activations are in the compute dtype (float32, float16 or bfloat16); every kernel computes
 // in float32 and reduces in float32 with a two-pass variance. Rows are one sequence's tokens
 // packed back to back (engine/token_batch.h): no padding anywhere.
@@ -60,6 +64,25 @@ void BiasActivation(DType dtype, void* y, std::int64_t rows, std::int64_t n, con
 void PoolRows(DType dtype, const void* hidden, std::int64_t dim, const std::int32_t* offsets,
               std::int64_t sequences, Pooling pooling, bool normalize, float* out,
               cudaStream_t stream);
+
+// RMSNorm of `groups` groups of n elements per row: group g of row r is x[r * ld + g * n, ...
+// + n), written to the same place in out (out == x: in place), as gamma * x / sqrt(mean(x^2) +
+// eps) with gamma float32 [n]. A decoder's norms: ld = n, one group; Qwen3's q norms: ld the qkv
+// row, a group per query head of head_dim.
+void RmsNorm(DType dtype, const void* x, void* out, std::int64_t ld, std::int64_t rows,
+             std::int64_t groups, std::int64_t n, const float* gamma, float eps,
+             cudaStream_t stream);
+
+// RoPE in place ("rotate half", as cpu_kernels.h RotateHalf): row r of x (`ld` elements apart)
+// holds `heads` heads of head_dim from its start and sits at positions[r] (int32 [rows]); cos
+// and sin are float32 [positions x head_dim / 2] (rotary_embedding.h's tables).
+void RotateHalf(DType dtype, void* x, std::int64_t ld, std::int64_t rows, std::int64_t heads,
+                std::int64_t head_dim, const std::int32_t* positions, const float* cos,
+                const float* sin, cudaStream_t stream);
+
+// y [rows, 2n] -> out [rows, n]: out[r][c] = act(y[r][c]) * y[r][n + c] (SwiGLU with kSilu).
+void GatedActivation(DType dtype, const void* y, std::int64_t rows, std::int64_t n, Activation act,
+                     void* out, cudaStream_t stream);
 
 }  // namespace ember::engine::cuda
 
