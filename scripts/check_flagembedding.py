@@ -8,8 +8,9 @@ MODEL_DIR: a bge-m3-style folder (sparse_linear.pt, colbert_linear.pt), e.g. the
 build/testdata/families/xlmr-m3-1layer or the real BAAI/bge-m3. FlagEmbedding 1.4.2 is fetched
 with `pip download --no-deps` into ~/.cache/ember/flagembedding (it is not in the project's
 lock: it requires datasets, peft, accelerate and ir-datasets, which its embedders never call, so
-they are stubbed here). The texts are the families test's bge-m3 texts; a router, a worker and
-a gateway from BUILD_DIR (default build/) serve the folder. Prints the largest differences.
+they are stubbed here). The texts are the families test's bge-m3 texts (test_families.m3_texts);
+a router, a worker and a gateway from BUILD_DIR (default build/) serve the folder. Prints the
+largest differences.
 """
 import glob
 import importlib.machinery
@@ -26,9 +27,8 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-import tokenizer_corpus  # noqa: E402
 from processes import add_version, post_json, start, start_gateway, stop  # noqa: E402
+from test_families import corpus, m3_texts, sparse_difference  # noqa: E402
 
 VERSION = "1.4.2"
 
@@ -60,19 +60,10 @@ def flagembedding():
     return M3Embedder
 
 
-def texts():
-    corpus = tokenizer_corpus.texts(specials=["<pad>", "<s>", "</s>", "<mask>", "<unk>"],
-                                    seed=7, random_count=150, long_count=4)
-    out = [t for t in corpus if t.strip() and len(t) < 3000][::6]
-    out.append(" ".join("Satz %d über <pad> Füchse, <unk> Hunde und <mask>." % i
-                        for i in range(150)))
-    return out
-
-
 def main():
     folder = os.path.abspath(sys.argv[1])
     build = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "build"))
-    inputs = texts()
+    inputs = m3_texts(corpus())
     want = flagembedding()(folder, use_fp16=False, devices="cpu", normalize_embeddings=True).encode(
         inputs, batch_size=8, max_length=8192, return_dense=True, return_sparse=True,
         return_colbert_vecs=True)
@@ -110,10 +101,9 @@ def main():
         dense = np.abs(np.asarray(get("/embed")) - want["dense_vecs"]).max()
         sparse, weights = 0.0, 0
         for mine, theirs in zip(get("/embed_sparse"), want["lexical_weights"]):
-            a = {e["index"]: e["value"] for e in mine}
-            b = {int(k): float(v) for k, v in theirs.items()}
-            weights += len(b)
-            sparse = max([sparse] + [abs(a.get(k, 0.0) - b.get(k, 0.0)) for k in set(a) | set(b)])
+            weights += len(theirs)
+            sparse = max(sparse, sparse_difference(
+                mine, {int(k): float(v) for k, v in theirs.items()})[0])
         colbert, vectors = 0.0, 0
         for mine, theirs in zip(get("/embed_multi_vector"), want["colbert_vecs"]):
             mine = np.asarray(mine)

@@ -776,6 +776,22 @@ void ApplyThreads(int threads) {
   }
 }
 
+// CUDA: a stream of the model's own (StreamLanes), leased to one call and current on its thread
+// for the call's copies and kernels until it ends. Nothing on CPU (no lanes).
+class OwnStream {
+ public:
+  explicit OwnStream(std::optional<StreamLanes>& lanes) {
+    if (lanes) {
+      lease_.emplace(lanes->Acquire());
+      guard_.emplace(lease_->stream());
+    }
+  }
+
+ private:
+  std::optional<StreamLanes::Lease> lease_;
+  std::optional<c10::StreamGuard> guard_;  // declared after the lease: released before it
+};
+
 }  // namespace
 
 at::Tensor EncoderModel::Impl::PaddedForward(const TokenBatch& batch, std::vector<int64_t>* starts,
@@ -838,14 +854,7 @@ std::vector<float> EncoderModel::Embed(const TokenBatch& batch) const {
       CpuEncode(*m.fused, batch, m.pooling, m.normalize, out.data());
       return finish(std::move(out));
     }
-    // CUDA: a stream of the model's own, leased to this call, is current on this thread for
-    // the copies and kernels.
-    std::optional<StreamLanes::Lease> lane;
-    std::optional<c10::StreamGuard> on_stream;
-    if (m.streams) {
-      lane.emplace(m.streams->Acquire());
-      on_stream.emplace(lane->stream());
-    }
+    const OwnStream stream(m.streams);
 #ifdef EMBER_HAVE_CUDA_ENCODER
     // A typed padding token (RoBERTa) shifts the positions after it: the ATen forward's.
     const auto has_padding_token = [&] {
@@ -888,12 +897,7 @@ std::vector<float> EncoderModel::TokenStates(const TokenBatch& batch) const {
       return out;
     }
     // The CUDA encoder pools on the device; token states take the ATen forward there.
-    std::optional<StreamLanes::Lease> lane;
-    std::optional<c10::StreamGuard> on_stream;
-    if (m.streams) {
-      lane.emplace(m.streams->Acquire());
-      on_stream.emplace(lane->stream());
-    }
+    const OwnStream stream(m.streams);
     std::vector<int64_t> starts, lens;
     const at::Tensor hidden = m.PaddedForward(batch, &starts, &lens);
     const float* rows = hidden.data_ptr<float>();

@@ -1,9 +1,9 @@
 #include "engine/encoder/token_heads.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 
 #include "engine/encoder/config_json.h"
 #include "engine/encoder/torch_state_dict.h"
@@ -75,8 +75,7 @@ Backend::SparseVectors TokenHeads::Sparse(const float* states, const TokenBatch&
 
   Backend::SparseVectors out;
   out.offsets.reserve(batch.size() + 1);
-  std::unordered_map<std::int32_t, float> largest;
-  std::vector<std::int32_t> ids;
+  std::map<std::int32_t, float> largest;  // by id, ascending
   for (std::size_t i = 0; i < batch.size(); ++i) {
     largest.clear();
     const auto seq = batch.sequence(i);
@@ -86,12 +85,9 @@ Backend::SparseVectors TokenHeads::Sparse(const float* states, const TokenBatch&
       float& best = largest[seq[t]];
       best = std::max(best, wi[t]);
     }
-    ids.clear();
-    for (const auto& [id, weight] : largest) ids.push_back(id);
-    std::ranges::sort(ids);
-    for (const std::int32_t id : ids) {
+    for (const auto& [id, weight] : largest) {
       out.ids.push_back(id);
-      out.weights.push_back(largest[id]);
+      out.weights.push_back(weight);
     }
     out.offsets.push_back(out.ids.size());
   }
