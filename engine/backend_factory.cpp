@@ -53,6 +53,7 @@ Model LoadModel(const std::filesystem::path& path, BackendOptions options) {
     model.tokenizer = OpenTokenizer(path, options.params);
     EncoderLoad load =
         ParseEncoderParams(std::move(options.params), options.device, options.threads);
+    load.model.progress = std::move(options.progress);
     load.sparse_skip_ids = SparseSkipIds(path, *model.tokenizer);
     model.backend = LoadEncoderBackend(path, load);
     CheckFits(path, model);

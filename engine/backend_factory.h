@@ -15,6 +15,7 @@
 
 #include "engine/backend.h"
 #include "engine/backend_params.h"
+#include "engine/load_progress.h"
 #include "engine/model.h"
 
 namespace ember::engine {
@@ -27,6 +28,8 @@ struct BackendOptions {
   // which must be fp32), and for a folder's tokenizer `lowercase = "per-character" |
   // "per-word"` (HfTokenizer::Options). Unknown keys fail the load.
   BackendParams params{};
+  // Told how far the load has come, where the runtime says (the encoder runtime does).
+  LoadProgressFn progress{};
 };
 
 // The runtimes `BackendOptions::backend` may name: the one list, against which a version's

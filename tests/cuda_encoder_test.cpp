@@ -150,38 +150,103 @@ TEST(CudaClassifier, ScoresPairsAsTheCpuDoes) {
   std::printf("  classifier on CUDA (ATen) vs CPU: max abs diff %.3g\n", a.max_abs);
 }
 
-// Issue 37: a decoder (the families test's qwen3-tiny: q/k norms, RoPE, SwiGLU; mistral-tiny:
-// RoPE without q/k norms, a sliding window) on CUDA's ATen forward, with and without ember's
-// decoder kernels (EncoderOptions::cuda_decoder_kernels), against the fused CPU encoder in
-// float32 on fresh random ids of 1 to 600 tokens.
-TEST(CudaDecoder, KernelsMatchTheCpu) {
+// Issue 37: the decoders (the families test's qwen3-tiny: q/k norms, RoPE, SwiGLU, causal;
+// qwen3-bidirectional; qwen2-tiny: bf16 shards, query/key/value biases; mistral-tiny: a sliding
+// window of 64) on CUDA against the fused CPU encoder in float32, on fresh random ids of 1 to
+// 2,100 tokens in one batch: the ATen forward with and without ember's decoder kernels, and the
+// packed decoder (cuda_decoder.h: fused + cuda_decoder_kernels), pooled as the folder says (last
+// token) and by the mean, and its token states. A position counted across the packed stream
+// instead of from each sequence's start, or a sequence attending to its neighbour, shows here.
+// float32 runs Mistral's window on the ATen forward (the packed float32 attention has none);
+// bf16 holds both paths to the CPU's float32 by cosine.
+TEST(CudaDecoder, MatchesTheCpu) {
   EMBER_SKIP_WITHOUT_CUDA();
-  for (const char* env : {"EMBER_QWEN3_DIR", "EMBER_MISTRAL_DIR"}) {
+  int models = 0;
+  for (const char* env :
+       {"EMBER_QWEN3_DIR", "EMBER_QWEN3_BIDIRECTIONAL_DIR", "EMBER_QWEN2_DIR", "EMBER_MISTRAL_DIR"}) {
     const char* dir = std::getenv(env);
-    if (dir == nullptr || !fs::exists(fs::path(dir) / "config.json")) {
-      GTEST_SKIP() << env << " names no decoder test model";
-    }
-    const auto cpu = EncoderModel::Load(dir, {.threads = 2});
+    if (dir == nullptr || !fs::exists(fs::path(dir) / "config.json")) continue;
+    ++models;
+    const bool windowed = std::string(env) == "EMBER_MISTRAL_DIR";
     const unsigned seed = std::random_device{}();
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(cpu->vocab_size() - 1));
-    Ids ids;
-    for (const size_t len : {1, 2, 7, 31, 300, 600, 3}) {
-      std::vector<int32_t> seq(len);
-      for (int32_t& t : seq) t = id(rng);
-      ids.push_back(std::move(seq));
-    }
-    const std::vector<float> want = cpu->Embed(ids);
-    for (const bool kernels : {false, true}) {
-      const auto gpu =
-          EncoderModel::Load(dir, {.device = "cuda:0", .cuda_decoder_kernels = kernels});
-      const Agreement a = Compare(gpu->Embed(ids), want, static_cast<size_t>(cpu->dim()));
-      EXPECT_LE(a.max_abs, 2e-5) << env << (kernels ? " with" : " without")
-                                 << " the decoder kernels, seed " << seed;
-      std::printf("  %s on CUDA (ATen, %s decoder kernels) vs CPU: max abs diff %.3g\n", env,
-                  kernels ? "with" : "without", a.max_abs);
+    for (const Pooling pooling : {Pooling::kAuto, Pooling::kMean}) {
+      const auto cpu = EncoderModel::Load(dir, {.pooling = pooling, .threads = 2});
+      std::mt19937 rng(seed);
+      std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(cpu->vocab_size() - 1));
+      Ids ids;
+      for (const size_t len : {1, 2, 7, 31, 300, 600, 3, 2100}) {
+        std::vector<int32_t> seq(len);
+        for (int32_t& t : seq) t = id(rng);
+        ids.push_back(std::move(seq));
+      }
+      const TokenBatch batch = TokenBatch::Of(ids);
+      const std::vector<float> want = cpu->Embed(batch);
+      const auto dim = static_cast<size_t>(cpu->dim());
+      struct Path {
+        const char* name;
+        bool fused, kernels;
+      };
+      for (const Path path : {Path{"ATen", false, false}, Path{"ATen + kernels", false, true},
+                              Path{"packed", true, true}}) {
+        const auto gpu =
+            EncoderModel::Load(dir, {.device = "cuda:0",
+                                     .pooling = pooling,
+                                     .fused = path.fused,
+                                     .cuda_decoder_kernels = path.kernels});
+        EXPECT_EQ(gpu->packs(), path.fused && !windowed) << env << " " << path.name;
+        const Agreement a = Compare(gpu->Embed(batch), want, dim);
+        EXPECT_LE(a.max_abs, 2e-5) << env << " " << path.name << ", seed " << seed;
+        std::printf("  %s fp32 %s, %s pooling: max abs diff %.3g\n", env, path.name,
+                    pooling == Pooling::kMean ? "mean" : "the folder's", a.max_abs);
+        if (path.fused && pooling == Pooling::kAuto) {
+          const Agreement t = Compare(gpu->TokenStates(batch), cpu->TokenStates(batch), dim);
+          EXPECT_LE(t.max_abs, 2e-5) << env << " token states, seed " << seed;
+        }
+      }
+      for (const bool packed : {false, true}) {
+        const auto gpu = EncoderModel::Load(dir, {.device = "cuda:0",
+                                                  .pooling = pooling,
+                                                  .precision = Precision::kBf16,
+                                                  .fused = packed,
+                                                  .cuda_decoder_kernels = packed});
+        EXPECT_EQ(gpu->packs(), packed);
+        const Agreement a = Compare(gpu->Embed(batch), want, dim);
+        std::printf("  %s bf16 %s vs fp32 CPU: min cosine %.6f\n", env,
+                    packed ? "packed" : "ATen", a.min_cos);
+        EXPECT_GE(a.min_cos, 0.999) << env << (packed ? " packed" : " ATen") << ", seed " << seed;
+        EXPECT_EQ(a.nearest_other, 0u) << env << ", seed " << seed;
+      }
     }
   }
+  if (models == 0) GTEST_SKIP() << "EMBER_QWEN3_DIR and the others name no decoder test model";
+}
+
+// XLM-R on the CUDA encoder (issue 35's bge-m3 shape): a padding token typed in a text takes
+// RoBERTa's padding position and shifts the positions after it, as on the CPU, and the token
+// states (bge-m3's sparse and ColBERT heads read them) come from the CUDA encoder itself.
+TEST(CudaEncoderRoberta, TypedPaddingTokensAndTokenStatesMatchTheCpu) {
+  EMBER_SKIP_WITHOUT_CUDA();
+  const char* dir = std::getenv("EMBER_XLMR_M3_DIR");
+  if (dir == nullptr || !fs::exists(fs::path(dir) / "config.json")) {
+    GTEST_SKIP() << "EMBER_XLMR_M3_DIR names no XLM-R test model";
+  }
+  const auto cpu = EncoderModel::Load(dir, {.threads = 2});
+  const auto gpu = EncoderModel::Load(dir, {.device = "cuda:0"});
+  EXPECT_TRUE(gpu->packs());
+  const unsigned seed = std::random_device{}();
+  Ids ids = RandomIds(*cpu, seed);
+  // XLM-R's <pad> is id 1: typed inside every other text.
+  for (size_t i = 0; i < ids.size(); i += 2) {
+    if (ids[i].size() > 2) ids[i][ids[i].size() / 2] = 1;
+  }
+  const TokenBatch batch = TokenBatch::Of(ids);
+  const auto dim = static_cast<size_t>(cpu->dim());
+  const Agreement e = Compare(gpu->Embed(batch), cpu->Embed(batch), dim);
+  EXPECT_LE(e.max_abs, 2e-5) << "seed " << seed;
+  const Agreement t = Compare(gpu->TokenStates(batch), cpu->TokenStates(batch), dim);
+  EXPECT_LE(t.max_abs, 2e-5) << "seed " << seed;
+  std::printf("  xlm-r with typed <pad> on CUDA vs CPU: vectors %.3g, token states %.3g\n",
+              e.max_abs, t.max_abs);
 }
 
 // fp16 and bf16 against float32 (issue 25: cosine >= 0.9999). With random weights distinct

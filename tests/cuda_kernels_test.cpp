@@ -224,7 +224,7 @@ TEST_P(CudaKernels, PoolRowsMatchesCpu) {
       const auto seqs = static_cast<int64_t>(lens.size());
       auto [hidden, hidden_d] = Random({offsets.back(), dim});
       const at::Tensor offsets_d = at::tensor(offsets, at::kInt).to(at::kCUDA);
-      for (const Pooling pooling : {Pooling::kMean, Pooling::kCls}) {
+      for (const Pooling pooling : {Pooling::kMean, Pooling::kCls, Pooling::kLastToken}) {
         for (const bool normalize : {true, false}) {
           at::Tensor out = Poisoned({seqs, dim}, at::kFloat);
           cuda::PoolRows(GetParam().kernel_dtype, hidden_d.data_ptr(), dim,
@@ -234,7 +234,9 @@ TEST_P(CudaKernels, PoolRowsMatchesCpu) {
           PoolRows(hidden.data_ptr<float>(), dim, starts, lengths, pooling, normalize,
                    want.data_ptr<float>());
           SCOPED_TRACE("dim " + std::to_string(dim) + ", sequences " + std::to_string(seqs) +
-                       (pooling == Pooling::kCls ? ", cls" : ", mean") +
+                       (pooling == Pooling::kCls         ? ", cls"
+                        : pooling == Pooling::kLastToken ? ", last token"
+                                                         : ", mean") +
                        (normalize ? ", normalised" : ""));
           // float32 output from float32 sums of dtype inputs: only the summation order differs.
           const at::Tensor got = out.to(at::kCPU);

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "engine/encoder/checkpoint.h"
 #include "engine/encoder/encoder_families.h"
@@ -254,6 +256,28 @@ TEST_F(DecoderFamilyTest, ModelLargerThanTheMemoryIsRefusedBeforeItsWeights) {
     EXPECT_NE(what.find("free"), std::string::npos) << what;
     EXPECT_EQ(what.find("model.safetensors"), std::string::npos) << "refused before its weights";
   }
+}
+
+// A load tells how far it has come after each layer (EncoderOptions::progress, which the worker
+// logs): the families test's qwen2-tiny, two layers in bf16 shards.
+TEST(DecoderLoad, TellsItsProgressAfterEachLayer) {
+  const char* dir = std::getenv("EMBER_QWEN2_DIR");
+  if (dir == nullptr || !fs::exists(fs::path(dir) / "config.json")) {
+    GTEST_SKIP() << "EMBER_QWEN2_DIR names no decoder test model";
+  }
+  std::vector<LoadProgress> told;
+  const auto model =
+      EncoderModel::Load(dir, {.progress = [&](const LoadProgress& p) { told.push_back(p); }});
+  const uint64_t total = Checkpoint::Open(dir).bytes();
+  ASSERT_EQ(told.size(), 2u);
+  for (size_t i = 0; i < told.size(); ++i) {
+    EXPECT_EQ(told[i].layers_loaded, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(told[i].layers, 2);
+    EXPECT_EQ(told[i].bytes_total, total);
+    EXPECT_GT(told[i].bytes_read, i == 0 ? 0 : told[i - 1].bytes_read);
+  }
+  // All but the final norm (hidden x bf16) is read by the last layer's report.
+  EXPECT_EQ(told.back().bytes_read + 2 * static_cast<uint64_t>(model->dim()), total);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <iostream>
 
 #include "common/config_file.h"
@@ -77,7 +78,21 @@ int main(int argc, char** argv) {
     }
     source.startup = worker::StartupLoads(*source.repository, config.load);
     source.load = [](const worker::ModelSpec& spec) {
-      ember::engine::Model model = ember::engine::LoadModel(spec.path, spec.load);
+      // A 7-8B model takes minutes to load: how far it has come, at most every 5 s.
+      ember::engine::BackendOptions load = spec.load;
+      const auto start = std::chrono::steady_clock::now();
+      auto last = start;
+      load.progress = [&](const ember::engine::LoadProgress& p) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last < std::chrono::seconds(5)) return;
+        last = now;
+        spdlog::info("model {} version {}: {} of {} layers loaded, {:.2f} of {:.2f} GiB read ({:.0f} s)",
+                     spec.name, spec.version, p.layers_loaded, p.layers,
+                     static_cast<double>(p.bytes_read) / (1u << 30),
+                     static_cast<double>(p.bytes_total) / (1u << 30),
+                     std::chrono::duration<double>(now - start).count());
+      };
+      ember::engine::Model model = ember::engine::LoadModel(spec.path, std::move(load));
       ember::engine::WarmUp(model);
       const ember::engine::Backend& backend = *model.backend;
       spdlog::info(

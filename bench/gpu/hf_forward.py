@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""The HuggingFace half of scripts/gpu-model-bench.sh: transformers' BertModel forward (eager
-PyTorch, its default SDPA attention; optionally torch.compile) on the same ids as ember.
+"""The HuggingFace half of scripts/gpu-model-bench.sh and gpu-decoder-bench.sh: transformers'
+AutoModel forward (BertModel, Qwen3Model, ...: eager PyTorch, its default SDPA attention;
+optionally torch.compile) on the same ids as ember.
 
 Its best case: texts sorted by length into padded batches of --batch-texts, the padded id and
 mask tensors built (in page-locked memory) before timing; timed are the copy in, the forward,
-mean (or CLS) pooling and L2 normalisation on the GPU, and the vectors copied to the host, as
-ember returns them. Timed pass after pass (after one warm-up pass) until --min-seconds; prints one line and
+pooling as the folder's 1_Pooling says (mean, CLS, or a decoder's last token: padding on the
+right, so each text's last real position) and L2 normalisation on the GPU, and the vectors
+copied to the host, as ember returns them. Timed pass after pass (after one warm-up pass) until --min-seconds; prints one line and
 writes JSON. Also:
   --vectors FILE    the first --vector-count texts' vectors (file order), float32 raw
   --peak            only measure the card's dense bf16 matmul rate (8192^3), for the roofline
@@ -23,8 +25,11 @@ def pooling_mode(model_dir):
     cfg = os.path.join(model_dir, "1_Pooling", "config.json")
     if os.path.exists(cfg):
         with open(cfg) as f:
-            if json.load(f).get("pooling_mode_cls_token"):
-                return "cls"
+            pooling = json.load(f)
+        if pooling.get("pooling_mode_cls_token"):
+            return "cls"
+        if pooling.get("pooling_mode_lasttoken"):
+            return "last"
     return "mean"
 
 
@@ -93,6 +98,8 @@ def main():
         h = forward(input_ids=x, attention_mask=m).last_hidden_state
         if mode == "cls":
             v = h[:, 0].float()
+        elif mode == "last":
+            v = h[torch.arange(h.shape[0], device=device), m.sum(1) - 1].float()
         else:
             mf = m.unsqueeze(-1).to(h.dtype)
             v = ((h * mf).sum(1).float() / mf.sum(1).float())

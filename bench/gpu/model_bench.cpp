@@ -6,8 +6,11 @@
 // have passed (after one warm-up pass). Each Embed returns the vectors on the host, so a pass
 // is the serial forward time including the copies in and out. Prints one line and, with
 // --json, writes texts/s, tokens/s, peak GPU memory (LibTorch's caching allocator) and the
-// weights' bytes; --vectors writes the first --vector-count vectors as raw float32, for the
-// accuracy check against the HF forward.
+// weights' bytes, the load's seconds and its GPU memory peak (what loading allocated at most:
+// the weights, and any float32 copy of them there would show); --vectors writes the first
+// --vector-count vectors as raw float32, for the accuracy check against the HF forward.
+// --decoder-kernels runs a decoder on the packed CUDA decoder (EncoderOptions::
+// cuda_decoder_kernels; scripts/gpu-decoder-bench.sh).
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
@@ -33,6 +36,7 @@ int Run(int argc, char** argv) {
   std::string json_out, vectors_out, layernorm = "warp";
   size_t batch_texts = 512, vector_count = 256;
   double min_seconds = 3.0;
+  bool decoder_kernels = false;
   app.add_option("--model", model_dir, "model folder")->required();
   app.add_option("--ids", ids_file, "JSON {\"ids\": [[...], ...]}")->required();
   app.add_option("--precision", precision_name, "fp32, fp16 or bf16");
@@ -46,6 +50,8 @@ int Run(int argc, char** argv) {
   app.add_option("--json", json_out, "write the figures here");
   app.add_option("--vectors", vectors_out, "write the first --vector-count vectors (float32)");
   app.add_option("--vector-count", vector_count, "how many vectors --vectors writes");
+  app.add_flag("--decoder-kernels", decoder_kernels,
+               "decoders: the packed CUDA decoder (fused) or ember's kernels in the ATen forward");
   CLI11_PARSE(app, argc, argv);
 
   const auto precision = ew::ParsePrecision(precision_name);
@@ -64,12 +70,21 @@ int Run(int argc, char** argv) {
     batches.push_back(std::move(b));
   }
 
+  const at::Device dev(device);
+  constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  const auto peak_allocated = [&]() -> int64_t {
+    if (!dev.is_cuda()) return 0;  // --device cpu: a dry run
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(dev.index()).allocated_bytes[kAll].peak;
+  };
+  const auto load_start = Clock::now();
   const auto model =
       ew::EncoderModel::Load(model_dir, {.device = device,
                                          .precision = *precision,
                                          .fused = encoder == "fused",
-                                         .cuda_warp_layernorm = layernorm == "warp"});
-  const at::Device dev(device);
+                                         .cuda_warp_layernorm = layernorm == "warp",
+                                         .cuda_decoder_kernels = decoder_kernels});
+  const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
+  const double load_peak_mib = static_cast<double>(peak_allocated()) / (1 << 20);
   std::vector<float> first;
   for (const ew::TokenBatch& b : batches) {  // warm-up pass; keeps the vectors asked for
     const std::vector<float> v = model->Embed(b);
@@ -86,26 +101,27 @@ int Run(int argc, char** argv) {
     ++passes;
     seconds = std::chrono::duration<double>(Clock::now() - start).count();
   } while (seconds < min_seconds);
-  constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
-  const int64_t peak_bytes =
-      dev.is_cuda()
-          ? c10::cuda::CUDACachingAllocator::getDeviceStats(dev.index()).allocated_bytes[kAll].peak
-          : 0;  // --device cpu: a dry run
+  const int64_t peak_bytes = peak_allocated();
   const double texts_per_s = static_cast<double>(ids.size()) * passes / seconds;
   const double tokens_per_s = static_cast<double>(tokens) * passes / seconds;
   const double peak_mib = static_cast<double>(peak_bytes) / (1 << 20);
   const double weights_mib = static_cast<double>(model->memory_bytes()) / (1 << 20);
   std::printf(
-      "ember %s %s (%s LayerNorm): %zu texts (%zu tokens) x %d passes in %.2f s: %.0f texts/s, "
-      "%.0f "
-      "tokens/s; GPU memory peak %.0f MiB (weights %.0f MiB)\n",
-      precision_name.c_str(), encoder.c_str(), layernorm.c_str(), ids.size(), tokens, passes,
-      seconds, texts_per_s, tokens_per_s, peak_mib, weights_mib);
+      "ember %s %s (%s LayerNorm%s): %zu texts (%zu tokens) x %d passes in %.2f s: %.0f texts/s, "
+      "%.0f tokens/s; GPU memory peak %.0f MiB (weights %.0f MiB; loaded in %.1f s, peak %.0f "
+      "MiB)\n",
+      precision_name.c_str(), encoder.c_str(), layernorm.c_str(),
+      decoder_kernels ? ", decoder kernels" : "", ids.size(), tokens, passes, seconds, texts_per_s,
+      tokens_per_s, peak_mib, weights_mib, load_seconds, load_peak_mib);
   if (!json_out.empty()) {
     std::ofstream(json_out) << nlohmann::json{
         {"precision", precision_name},
         {"encoder", encoder},
         {"layernorm", layernorm},
+        {"decoder_kernels", decoder_kernels},
+        {"packs", model->packs()},
+        {"load_seconds", load_seconds},
+        {"load_peak_allocated_mib", load_peak_mib},
         {"texts", ids.size()},
         {"tokens", tokens},
         {"batch_texts", batch_texts},

@@ -95,6 +95,12 @@ struct EncoderConfig {
            sliding_layer.empty() && norm == Norm::kLayerNorm && q_width() == hidden &&
            kv_head_count() == heads && !qk_norm && !causal;
   }
+  // Whether the layers are a decoder's (pre-norm RMSNorm, RoPE, a gated feed-forward, no
+  // relative bias; grouped-query heads, q/k norms, causal or not, sliding windows all allowed):
+  // what the CUDA decoder runs, given a layout it takes (encoder_model.cpp).
+  bool decoder_layers() const {
+    return pre_norm && norm == Norm::kRms && rope_theta > 0 && gated_ffn && relative_buckets == 0;
+  }
 };
 
 // Where a family's checkpoint keeps its tensors. The defaults are BERT's names

@@ -32,6 +32,7 @@
 #include "engine/encoder/stream_lanes.h"
 #ifdef EMBER_HAVE_CUDA_ENCODER
 #include "engine/encoder/cuda/aten_kernels.h"
+#include "engine/encoder/cuda/cuda_decoder.h"
 #include "engine/encoder/cuda/cuda_encoder.h"
 #endif
 
@@ -52,7 +53,8 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return os.str();
 }
 
-// Copies one tensor out of the mapping as float32 (on CPU), checking its shape.
+// Copies one tensor out of the mapping in its stored dtype (on CPU), checking its shape and that
+// every value is finite.
 at::Tensor LoadTensor(const Checkpoint& checkpoint, const std::string& name,
                       const std::vector<int64_t>& expected) {
   const auto [file_ptr, info_ptr] = checkpoint.at(name);
@@ -80,11 +82,17 @@ at::Tensor LoadTensor(const Checkpoint& checkpoint, const std::string& name,
   at::Tensor t = at::empty(info.shape, at::TensorOptions().dtype(st));
   std::memcpy(t.data_ptr(), file.data(info), info.nbytes());
   file.Release(info);  // the copy is what the model keeps (checkpoint.h)
-  t = t.to(at::kFloat);
   if (!at::isfinite(t).all().item<bool>()) {
     Fail(file.path().string() + ": tensor '" + name + "' contains NaN or Inf");
   }
   return t;
+}
+
+// The same as float32, for what runs in float32 on the host (a classifier's head, MPNet's
+// relative bias table).
+at::Tensor LoadFloat(const Checkpoint& checkpoint, const std::string& name,
+                     const std::vector<int64_t>& expected) {
+  return LoadTensor(checkpoint, name, expected).to(at::kFloat);
 }
 
 struct Layer {
@@ -165,6 +173,9 @@ struct EncoderModel::Impl {
   // fp32 / fp16 / bf16 on CUDA with EncoderOptions::fused: the encoder CudaEncode runs. Its dense
   // weights are its own (the Dense members of `layers` stay empty); the rest is shared.
   std::optional<CudaEncoderWeights> cuda_fused;
+  // A decoder on CUDA with EncoderOptions::fused and cuda_decoder_kernels: the packed forward
+  // CudaDecode runs, owning its dense weights as cuda_fused does.
+  std::optional<CudaDecoderWeights> cuda_decoder;
 #endif
 
   at::Tensor Activate(const at::Tensor& x) const {
@@ -475,18 +486,37 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
     const std::string prefix =
         file.contains(layout.base_prefix + layout.word_embeddings + ".weight") ? layout.base_prefix
                                                                                : "";
-    // Float32 on the device; on CUDA in reduced precision, the compute dtype (act_dtype).
-    auto load = [&](const std::string& name, const std::vector<int64_t>& shape) {
-      return LoadTensor(file, prefix + name, shape).to(impl->device, impl->act_dtype);
+    // A tensor on the device in `dtype` (by default the compute dtype, act_dtype), converted
+    // from the stored one as it is copied there: on CUDA a bf16 checkpoint's tensors go to the
+    // device as they are, and no float32 copy of them exists on the host or the device.
+    uint64_t bytes_read = 0;  // for EncoderOptions::progress
+    auto load = [&](const std::string& name, const std::vector<int64_t>& shape,
+                    std::optional<at::ScalarType> dtype = std::nullopt) {
+      const at::Tensor stored = LoadTensor(file, prefix + name, shape);
+      bytes_read += stored.nbytes();
+      return stored.to(impl->device, dtype.value_or(impl->act_dtype));
     };
-    // Float32 weight [out, in] and bias [out]. Weight before bias (statements, not arguments,
-    // so that a shape error names the weight first, whatever the compiler's argument order).
+    // The dense layers' dtype as loaded: float32 on CPU (PackedDense and Dense round it to
+    // their precision themselves), the compute dtype on CUDA.
+    const at::ScalarType dense_dtype = impl->device.is_cpu() ? at::kFloat : impl->act_dtype;
+    // Weight [out, in] and bias [out] in dense_dtype. Weight before bias (statements, not
+    // arguments, so that a shape error names the weight first, whatever the compiler's argument
+    // order). `scaled_rows` > 0: the first rows (and their biases) multiplied by `scale` in
+    // float32, before any rounding to the compute dtype (one tensor's float32 copy at a time).
     using WeightBias = std::pair<at::Tensor, at::Tensor>;
     // A checkpoint without biases (EncoderLayout) adds zeros, so that every path runs one form.
-    auto weight_bias = [&](const std::string& name, int64_t out, int64_t in, bool has_bias) {
-      at::Tensor w = load(name + ".weight", {out, in}).to(at::kFloat);
-      at::Tensor b = has_bias ? load(name + ".bias", {out}).to(at::kFloat)
-                              : at::zeros({out}, at::kFloat).to(impl->device);
+    auto weight_bias = [&](const std::string& name, int64_t out, int64_t in, bool has_bias,
+                           int64_t scaled_rows = 0, double scale = 1.0) {
+      const at::ScalarType dtype = scaled_rows > 0 ? at::kFloat : dense_dtype;
+      at::Tensor w = load(name + ".weight", {out, in}, dtype);
+      at::Tensor b = has_bias ? load(name + ".bias", {out}, dtype)
+                              : at::zeros({out}, at::TensorOptions(dtype).device(impl->device));
+      if (scaled_rows > 0) {
+        w.narrow(0, 0, scaled_rows).mul_(scale);
+        b.narrow(0, 0, scaled_rows).mul_(scale);
+        w = w.to(dense_dtype);
+        b = b.to(dense_dtype);
+      }
       return WeightBias{std::move(w), std::move(b)};
     };
     // A LayerNorm's weight and bias, in the compute dtype on the device.
@@ -517,17 +547,29 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
     const bool cuda_fused = options.fused && impl->device.is_cuda() && c.labels.empty() &&
                             c.bert_layers() && impl->pooling != Pooling::kLastToken;
     CudaEncoderWeights cuda_encoder;
-    // In the compute dtype, contiguous, on the device.
+    // The decoders' packed forward (cuda_decoder.h), only with cuda_decoder_kernels until it has
+    // run on a GPU: a decoder's layers, no norm after the embeddings, biases on the query, key
+    // and value projections only (Qwen2's), and sliding windows only where flash attention takes
+    // them (float16, bfloat16). Anything else runs the ATen forward.
+    const bool cuda_decoder =
+        options.fused && options.cuda_decoder_kernels && impl->device.is_cuda() &&
+        c.labels.empty() && c.decoder_layers() && layout.embedding_ln.empty() &&
+        !layout.attn_out_bias && !layout.ffn_bias &&
+        (impl->act_dtype != at::kFloat || c.sliding_layer.empty());
+    CudaDecoderWeights decoder;
+    // In the compute dtype (float32 for norm weights: the kernels' gamma), contiguous, on the
+    // device.
     auto to_act = [&](const at::Tensor& t) { return t.to(impl->act_dtype).contiguous(); };
+    auto to_f32 = [](const at::Tensor& t) { return t.to(at::kFloat).contiguous(); };
 #endif
     const int64_t h = c.hidden, in = c.intermediate;
-    impl->word_emb = load(layout.word_embeddings + ".weight", {c.vocab, h});
     // bf16 on CPU: a bf16 checkpoint's token embeddings stay as stored (exactly), at half the
     // memory (a decoder's 151k x 4096 table is 1.2 GiB so); rows are widened as they are read.
-    if (impl->device.is_cpu() && impl->precision == Precision::kBf16 &&
-        file.at(prefix + layout.word_embeddings + ".weight").info->dtype == "BF16") {
-      impl->word_emb = impl->word_emb.to(at::kBFloat16);
-    }
+    const bool bf16_table =
+        impl->device.is_cpu() && impl->precision == Precision::kBf16 &&
+        file.at(prefix + layout.word_embeddings + ".weight").info->dtype == "BF16";
+    impl->word_emb = load(layout.word_embeddings + ".weight", {c.vocab, h},
+                          bf16_table ? std::optional(at::kBFloat16) : std::nullopt);
     if (c.rope_theta == 0) {
       impl->pos_emb = load("embeddings.position_embeddings.weight", {c.max_pos, h});
     } else {
@@ -554,24 +596,22 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       const std::string p = layout.layer_prefix + std::to_string(i) + ".";
       Layer l;
       WeightBias qkv;
-      if (!layout.qkv.empty()) {
-        qkv = weight_bias(p + layout.qkv, qw + 2 * kvw, h, layout.attention_bias);
-      } else {
-        const WeightBias q = weight_bias(p + layout.query, qw, h, layout.attention_bias);
-        const WeightBias k = weight_bias(p + layout.key, kvw, h, layout.attention_bias);
-        const WeightBias v = weight_bias(p + layout.value, kvw, h, layout.attention_bias);
-        qkv = {at::cat({q.first, k.first, v.first}), at::cat({q.second, k.second, v.second})};
-      }
       // Fold attention's 1/sqrt(head_dim) into the query projection (in float32, before any
       // rounding to the compute precision): one op less per layer. Qwen3 norms each query
       // head after the projection, which would undo that: its norm's weights take it instead.
       const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-      if (c.qk_norm) {
-        l.q_norm_w = load(p + layout.q_norm + ".weight", {hd}).to(at::kFloat).mul_(scale);
-        l.k_norm_w = load(p + layout.k_norm + ".weight", {hd}).to(at::kFloat);
+      const int64_t scaled = c.qk_norm ? 0 : qw;
+      if (!layout.qkv.empty()) {
+        qkv = weight_bias(p + layout.qkv, qw + 2 * kvw, h, layout.attention_bias, scaled, scale);
       } else {
-        qkv.first.narrow(0, 0, qw).mul_(scale);
-        qkv.second.narrow(0, 0, qw).mul_(scale);
+        const WeightBias q = weight_bias(p + layout.query, qw, h, layout.attention_bias, scaled, scale);
+        const WeightBias k = weight_bias(p + layout.key, kvw, h, layout.attention_bias);
+        const WeightBias v = weight_bias(p + layout.value, kvw, h, layout.attention_bias);
+        qkv = {at::cat({q.first, k.first, v.first}), at::cat({q.second, k.second, v.second})};
+      }
+      if (c.qk_norm) {
+        l.q_norm_w = load(p + layout.q_norm + ".weight", {hd}, at::kFloat).mul_(scale);
+        l.k_norm_w = load(p + layout.k_norm + ".weight", {hd}, at::kFloat);
       }
       WeightBias attn_out = weight_bias(p + layout.attn_out, h, qw, layout.attn_out_bias);
       // A pre-norm model with a norm after its embeddings takes it as its first layer's
@@ -625,6 +665,21 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
                                        .out_b = to_act(out.second),
                                        .ln2_w = l.ln2_w,
                                        .ln2_b = l.ln2_b});
+      } else if (cuda_decoder) {
+        const RotaryTable& rope = c.sliding(i) ? impl->sliding_rope : impl->rope;
+        decoder.layers.push_back(
+            {.ln1_w = to_f32(l.ln1_w),
+             .qkv_w = to_act(qkv.first),
+             .qkv_b = layout.attention_bias ? to_act(qkv.second) : at::Tensor(),
+             .q_norm_w = l.q_norm_w,
+             .k_norm_w = l.k_norm_w,
+             .out_w = to_act(attn_out.first),
+             .ln2_w = to_f32(l.ln2_w),
+             .gate_up_w = to_act(inter.first),
+             .down_w = to_act(out.first),
+             .rope_cos = rope.cos.contiguous(),
+             .rope_sin = rope.sin.contiguous(),
+             .window = c.sliding(i) ? c.sliding_window : 0});
       }
 #endif
       else {
@@ -634,6 +689,12 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
         l.out = Dense(std::move(out.first), std::move(out.second), impl->precision);
       }
       impl->layers.push_back(std::move(l));
+      if (options.progress) {
+        options.progress({.layers_loaded = i + 1,
+                          .layers = c.layers,
+                          .bytes_read = bytes_read,
+                          .bytes_total = file.bytes()});
+      }
       // The layer's float32 copies are freed now, but glibc keeps freed blocks below its mmap
       // threshold (which grows to 32 MB as large blocks are freed) in the heap, between the
       // small tensors that stay: handing them back each layer kept a 4B decoder's peak at
@@ -645,21 +706,21 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       const auto labels = static_cast<int64_t>(c.labels.size());
       ClassifierHead head;
       const std::string dense = (layout.head_dense_in_base ? prefix : "") + layout.head_dense;
-      head.dense_w = LoadTensor(file, dense + ".weight", {h, h});
-      if (layout.head_dense_bias) head.dense_b = LoadTensor(file, dense + ".bias", {h});
+      head.dense_w = LoadFloat(file, dense + ".weight", {h, h});
+      if (layout.head_dense_bias) head.dense_b = LoadFloat(file, dense + ".bias", {h});
       head.gelu = c.classifier_gelu;
       if (!layout.head_norm.empty()) {
-        head.norm_w = LoadTensor(file, layout.head_norm + ".weight", {h});
-        if (layout.norm_bias) head.norm_b = LoadTensor(file, layout.head_norm + ".bias", {h});
+        head.norm_w = LoadFloat(file, layout.head_norm + ".weight", {h});
+        if (layout.norm_bias) head.norm_b = LoadFloat(file, layout.head_norm + ".bias", {h});
         head.norm_eps = c.eps;
       }
-      head.w = LoadTensor(file, layout.head_out + ".weight", {labels, h});
-      head.b = LoadTensor(file, layout.head_out + ".bias", {labels});
+      head.w = LoadFloat(file, layout.head_out + ".weight", {labels, h});
+      head.b = LoadFloat(file, layout.head_out + ".bias", {labels});
       impl->head = std::move(head);
     }
     if (c.relative_buckets > 0) {
       const at::Tensor table =
-          LoadTensor(file, prefix + layout.relative_attention_bias, {c.relative_buckets, c.heads});
+          LoadFloat(file, prefix + layout.relative_attention_bias, {c.relative_buckets, c.heads});
       impl->rel_bias = RelativeAttentionBias(table, c.max_tokens());
       if (!impl->device.is_cpu())
         impl->rel_bias_device = impl->rel_bias.to(impl->device, impl->act_dtype);
@@ -716,6 +777,7 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       cuda_encoder.intermediate = in;
       cuda_encoder.eps = static_cast<float>(c.eps);
       cuda_encoder.act = c.act;
+      cuda_encoder.pad_id = c.pad_id;
       cuda_encoder.layernorm =
           options.cuda_warp_layernorm ? cuda::RowLayout::kWarp : cuda::RowLayout::kBlock;
       cuda_encoder.word_emb = impl->word_emb;
@@ -724,6 +786,19 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       cuda_encoder.emb_ln_w = impl->emb_ln_w;
       cuda_encoder.emb_ln_b = impl->emb_ln_b;
       impl->cuda_fused = std::move(cuda_encoder);
+    }
+    if (cuda_decoder) {
+      decoder.hidden = h;
+      decoder.heads = c.heads;
+      decoder.kv_heads = c.kv_head_count();
+      decoder.head_dim = hd;
+      decoder.intermediate = in;
+      decoder.eps = static_cast<float>(c.eps);
+      decoder.act = c.act;
+      decoder.causal = c.causal;
+      decoder.word_emb = impl->word_emb.contiguous();
+      decoder.final_norm_w = to_f32(impl->final_ln_w);
+      impl->cuda_decoder = std::move(decoder);
     }
 #endif
   } catch (const c10::Error& e) {
@@ -856,14 +931,8 @@ std::vector<float> EncoderModel::Embed(const TokenBatch& batch) const {
     }
     const OwnStream stream(m.streams);
 #ifdef EMBER_HAVE_CUDA_ENCODER
-    // A typed padding token (RoBERTa) shifts the positions after it: the ATen forward's.
-    const auto has_padding_token = [&] {
-      for (size_t i = 0; i < batch.size(); ++i) {
-        if (HasPaddingToken(batch.sequence(i), m.cfg.pad_id)) return true;
-      }
-      return false;
-    };
-    if (m.cuda_fused && !has_padding_token()) {
+    if (m.cuda_decoder) return CudaDecode(*m.cuda_decoder, batch, m.pooling, m.normalize);
+    if (m.cuda_fused) {
       // Never for a classifier (Load); an encoder is never given pairs (EncoderBackend).
       if (batch.has_pairs())
         throw std::invalid_argument("EncoderModel::Embed: pairs on an encoder");
@@ -896,8 +965,11 @@ std::vector<float> EncoderModel::TokenStates(const TokenBatch& batch) const {
       CpuEncodeTokens(*m.fused, batch, out.data());
       return out;
     }
-    // The CUDA encoder pools on the device; token states take the ATen forward there.
     const OwnStream stream(m.streams);
+#ifdef EMBER_HAVE_CUDA_ENCODER
+    if (m.cuda_decoder) return CudaDecodeTokens(*m.cuda_decoder, batch);
+    if (m.cuda_fused) return CudaEncodeTokens(*m.cuda_fused, batch);
+#endif
     std::vector<int64_t> starts, lens;
     const at::Tensor hidden = m.PaddedForward(batch, &starts, &lens);
     const float* rows = hidden.data_ptr<float>();
@@ -948,6 +1020,7 @@ uint64_t EncoderModel::memory_bytes() const {
   }
 #ifdef EMBER_HAVE_CUDA_ENCODER
   if (m.cuda_fused) bytes += m.cuda_fused->dense_bytes();
+  if (m.cuda_decoder) bytes += m.cuda_decoder->dense_bytes();
 #endif
   return bytes;
 }
@@ -956,7 +1029,7 @@ int64_t EncoderModel::max_tokens() const { return impl_->cfg.max_tokens(); }
 int64_t EncoderModel::vocab_size() const { return impl_->cfg.vocab; }
 bool EncoderModel::packs() const {
 #ifdef EMBER_HAVE_CUDA_ENCODER
-  if (impl_->cuda_fused) return true;
+  if (impl_->cuda_fused || impl_->cuda_decoder) return true;
 #endif
   return impl_->fused.has_value();
 }

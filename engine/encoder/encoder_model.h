@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/load_progress.h"
 #include "engine/pooling.h"
 #include "engine/token_batch.h"
 
@@ -77,11 +78,15 @@ struct EncoderOptions {
   // on an H200 and measured 1-4% faster) or one block per row (cuda/cuda_kernels.h RowLayout;
   // config.toml `cuda-layernorm = "block"`).
   bool cuda_warp_layernorm = true;
-  // The ATen forward on CUDA (the decoders' path there): RMSNorm, Qwen3's q/k norms with RoPE,
-  // and the SwiGLU gate as ember's kernels (cuda/aten_kernels.h) instead of several ATen ops
-  // each (config.toml `cuda-decoder-kernels = true`). Off by default: written and tested
-  // against CPU references without a GPU, not yet run on one.
+  // The decoders on CUDA (config.toml `cuda-decoder-kernels = true`): with `fused`, the packed
+  // decoder forward (cuda/cuda_decoder.h: varlen flash attention, causal or windowed, and
+  // ember's RMSNorm, q/k norm + RoPE and SwiGLU kernels); on the ATen forward (fused = false, and
+  // ModernBERT's RoPE and GeGLU) those kernels in place of several ATen ops each
+  // (cuda/aten_kernels.h). Off by default: written and tested against CPU references without a
+  // GPU, not yet run on one; the decoders run the padded ATen forward there until then.
   bool cuda_decoder_kernels = false;
+  // Told after each layer is loaded (load_progress.h).
+  LoadProgressFn progress{};
 };
 
 class EncoderModel {

@@ -1,42 +1,15 @@
 #include "engine/encoder/cuda/cuda_encoder.h"
 
-#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include <cstring>
-#include <stdexcept>
-#include <tuple>
-
 #include "engine/encoder/cuda/aten_kernels.h"
 #include "engine/encoder/cuda/cuda_kernels.h"
+#include "engine/encoder/cuda/device_batch.h"
+#include "engine/encoder/cuda/varlen_attention.h"
 
 namespace ember::engine {
-namespace {
-
-// Self-attention over the packed stream: q, k, v [tokens, heads, head_dim] (views into the QKV
-// GEMM's output, last dimension contiguous; q pre-scaled, hence scale 1), cu_seqlens int32
-// [sequences + 1] on the device. Returns the context [tokens, heads, head_dim]. Each sequence
-// attends only to its own tokens, which is what BERT's padding mask means.
-at::Tensor Attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                     const at::Tensor& cu_seqlens, int64_t max_len) {
-  if (q.scalar_type() == at::kFloat) {
-    // Flash attention has no float32 kernel; the memory-efficient one (CUTLASS) does, and takes
-    // the packed stream as one "batch" of [1, tokens, heads, head_dim].
-    auto out = at::_efficient_attention_forward(
-        q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), /*bias=*/std::nullopt, cu_seqlens,
-        cu_seqlens, max_len, max_len, /*dropout_p=*/0.0, /*custom_mask_type=*/0,
-        /*compute_log_sumexp=*/false, /*scale=*/1.0);
-    return std::get<0>(out).squeeze(0);
-  }
-  auto out = at::_flash_attention_forward(q, k, v, cu_seqlens, cu_seqlens, max_len, max_len,
-                                          /*dropout_p=*/0.0, /*is_causal=*/false,
-                                          /*return_debug_mask=*/false, /*scale=*/1.0);
-  return std::get<0>(out);
-}
-
-}  // namespace
 
 uint64_t CudaEncoderWeights::dense_bytes() const {
   uint64_t bytes = 0;
@@ -49,41 +22,28 @@ uint64_t CudaEncoderWeights::dense_bytes() const {
   return bytes;
 }
 
-std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& batch, Pooling pooling,
-                              bool normalize) {
-  const auto seqs = static_cast<int64_t>(batch.size());
-  if (seqs == 0) return {};
-  const auto tokens = static_cast<int64_t>(batch.tokens());
-  const int64_t h = w.hidden, nh = w.heads, hd = h / nh;
-  const at::Device device = w.word_emb.device();
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
+namespace {
+
+cudaStream_t StreamOf(const CudaEncoderWeights& w) {
+  return c10::cuda::getCurrentCUDAStream(w.word_emb.device().index()).stream();
+}
+
+// The last hidden states of the batch, [tokens, hidden] in the compute dtype.
+at::Tensor EncodeRows(const CudaEncoderWeights& w, const cuda::DeviceBatch& in,
+                      cudaStream_t stream) {
+  const int64_t tokens = in.tokens, h = w.hidden, nh = w.heads, hd = h / nh;
   const cuda::DType dtype = cuda::KernelType(w.word_emb.scalar_type());
-  const at::TensorOptions opts = w.word_emb.options();
+  const at::Tensor& cu_seqlens = in.cu_seqlens;
 
-  // ids, positions and offsets in one page-locked buffer, copied to the device in one
-  // asynchronous transfer (the caching host allocator keeps the buffer until it is done).
-  at::Tensor host =
-      at::empty({2 * tokens + seqs + 1}, at::TensorOptions().dtype(at::kInt).pinned_memory(true));
-  int32_t* const ids_h = host.data_ptr<int32_t>();
-  int32_t* const pos_h = ids_h + tokens;
-  int32_t* const off_h = pos_h + tokens;
-  std::memcpy(ids_h, batch.ids().data(), sizeof(int32_t) * static_cast<size_t>(tokens));
-  std::memcpy(off_h, batch.offsets().data(), sizeof(int32_t) * static_cast<size_t>(seqs + 1));
-  batch.Positions(pos_h);
-  const at::Tensor dev = host.to(device, /*non_blocking=*/true);
-  const int32_t* ids_d = dev.data_ptr<int32_t>();
-  const int32_t* pos_d = ids_d + tokens;
-  const at::Tensor cu_seqlens = dev.narrow(0, 2 * tokens, seqs + 1);
-  const auto max_len = static_cast<int64_t>(batch.max_length());
-
-  at::Tensor x = at::empty({tokens, h}, opts);
-  cuda::EmbedLayerNorm(dtype, ids_d, pos_d, tokens, h, w.word_emb.data_ptr(), w.pos_emb.data_ptr(),
+  at::Tensor x = at::empty({tokens, h}, w.word_emb.options());
+  cuda::EmbedLayerNorm(dtype, in.ids, in.positions, tokens, h, w.word_emb.data_ptr(), w.pos_emb.data_ptr(),
                        w.type_emb0.data_ptr(), w.emb_ln_w.data_ptr(), w.emb_ln_b.data_ptr(), w.eps,
                        x.data_ptr(), stream, w.layernorm);
   for (const CudaEncoderWeights::Layer& l : w.layers) {
     const at::Tensor qkv = at::addmm(l.qkv_b, x, l.qkv_w.t()).view({tokens, 3, nh, hd});
     const at::Tensor ctx =
-        Attention(qkv.select(1, 0), qkv.select(1, 1), qkv.select(1, 2), cu_seqlens, max_len)
+        cuda::VarlenAttention(qkv.select(1, 0), qkv.select(1, 1), qkv.select(1, 2), cu_seqlens,
+                              in.max_len)
             .reshape({tokens, h});
     const at::Tensor attn = at::mm(ctx, l.attn_out_w.t());
     cuda::AddLayerNorm(dtype, x.data_ptr(), attn.data_ptr(), l.attn_out_b.data_ptr(),
@@ -96,21 +56,29 @@ std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& bat
     cuda::AddLayerNorm(dtype, x.data_ptr(), out.data_ptr(), l.out_b.data_ptr(), l.ln2_w.data_ptr(),
                        l.ln2_b.data_ptr(), tokens, h, w.eps, stream, w.layernorm);
   }
-  const at::Tensor pooled = at::empty({seqs, h}, opts.dtype(at::kFloat));
-  cuda::PoolRows(dtype, x.data_ptr(), h, cu_seqlens.data_ptr<int32_t>(), seqs, pooling, normalize,
+  return x;
+}
+
+}  // namespace
+
+std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& batch, Pooling pooling,
+                              bool normalize) {
+  const auto seqs = static_cast<int64_t>(batch.size());
+  if (seqs == 0) return {};
+  const cudaStream_t stream = StreamOf(w);
+  const cuda::DeviceBatch in = cuda::ToDevice(batch, w.word_emb.device(), w.pad_id);
+  const at::Tensor x = EncodeRows(w, in, stream);
+  const at::Tensor pooled = at::empty({seqs, w.hidden}, x.options().dtype(at::kFloat));
+  cuda::PoolRows(cuda::KernelType(x.scalar_type()), x.data_ptr(), w.hidden,
+                 in.cu_seqlens.data_ptr<int32_t>(), seqs, pooling, normalize,
                  pooled.data_ptr<float>(), stream);
-  at::Tensor result =
-      at::empty({seqs, h}, at::TensorOptions().dtype(at::kFloat).pinned_memory(true));
-  result.copy_(pooled, /*non_blocking=*/true);
-  // Wait for this batch alone, and yield the core meanwhile (a blocking-sync event, not a
-  // spinning stream synchronisation): the worker's tokenizer threads need the cores while
-  // the GPU computes. The pinned buffers come back to the caching host allocator, which
-  // reuses them for the next batch once their copies are done.
-  at::cuda::CUDAEvent done(cudaEventBlockingSync | cudaEventDisableTiming);
-  done.record(c10::cuda::getCurrentCUDAStream(device.index()));
-  done.synchronize();
-  const float* p = result.data_ptr<float>();
-  return std::vector<float>(p, p + seqs * h);
+  return cuda::CopyToHost(pooled);
+}
+
+std::vector<float> CudaEncodeTokens(const CudaEncoderWeights& w, const TokenBatch& batch) {
+  if (batch.empty()) return {};
+  const cuda::DeviceBatch in = cuda::ToDevice(batch, w.word_emb.device(), w.pad_id);
+  return cuda::CopyToHost(EncodeRows(w, in, StreamOf(w)).to(at::kFloat));
 }
 
 uint64_t FreeDeviceMemory(int device) {

@@ -34,6 +34,9 @@ struct CudaEncoderWeights {
   int64_t hidden = 0, heads = 0, intermediate = 0;
   float eps = 1e-12f;
   Activation act = Activation::kGeluErf;
+  // RoBERTa's padding id (-1: none): a padding token typed in a text takes the table row before
+  // pos_emb's first, which must exist (pos_emb a view into the model's whole table).
+  int64_t pad_id = -1;
   cuda::RowLayout layernorm = cuda::RowLayout::kWarp;           // cuda_kernels.h
   at::Tensor word_emb, pos_emb, type_emb0, emb_ln_w, emb_ln_b;  // type_emb0: token type 0
   struct Layer {
@@ -56,6 +59,11 @@ struct CudaEncoderWeights {
 // same).
 std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& batch, Pooling pooling,
                               bool normalize);
+
+// Every token's last hidden state, float32 [batch.tokens() x hidden] on the host, sequence i's
+// rows from batch.offsets()[i] (EncoderModel::TokenStates: bge-m3's token-level heads). As
+// CudaEncode otherwise.
+std::vector<float> CudaEncodeTokens(const CudaEncoderWeights& w, const TokenBatch& batch);
 
 // Bytes free on CUDA device `device` (cudaMemGetInfo; what LibTorch's caching allocator holds
 // counts as taken). Throws c10::Error on a CUDA failure.

@@ -218,14 +218,16 @@ __global__ void BiasActivationKernel(T* y, std::int64_t total, std::int64_t n, c
 
 template <class T>
 __global__ void PoolRowsKernel(const T* hidden, std::int64_t dim, const std::int32_t* offsets,
-                               bool mean, bool normalize, float* out) {
+                               Pooling pooling, bool normalize, float* out) {
   extern __shared__ float vec[];
   __shared__ float scratch[32];
   const std::int64_t i = blockIdx.x;
   const std::int64_t begin = offsets[i], end = offsets[i + 1];
+  const bool mean = pooling == Pooling::kMean;
+  const std::int64_t first = pooling == Pooling::kLastToken ? end - 1 : begin;
   float sq = 0.0f;
   for (std::int64_t c = threadIdx.x; c < dim; c += blockDim.x) {
-    float v = Load(hidden, begin * dim + c);
+    float v = Load(hidden, first * dim + c);
     if (mean) {
       for (std::int64_t t = begin + 1; t < end; ++t) v += Load(hidden, t * dim + c);
       v /= static_cast<float>(end - begin);
@@ -396,7 +398,8 @@ void PoolRows(DType dtype, const void* hidden, std::int64_t dim, const std::int3
   WithType(dtype, [&](auto zero) {
     using T = decltype(zero);
     PoolRowsKernel<T><<<static_cast<unsigned>(sequences), RowThreads(dim), smem, stream>>>(
-        static_cast<const T*>(hidden), dim, offsets, pooling != Pooling::kCls, normalize, out);
+        static_cast<const T*>(hidden), dim, offsets,
+        pooling == Pooling::kAuto ? Pooling::kMean : pooling, normalize, out);
   });
   Check(cudaGetLastError(), "PoolRows");
 }

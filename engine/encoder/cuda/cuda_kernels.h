@@ -59,8 +59,8 @@ void BiasActivation(DType dtype, void* y, std::int64_t rows, std::int64_t n, con
                     Activation act, cudaStream_t stream);
 
 // hidden [tokens, dim]; sequence i is rows [offsets[i], offsets[i+1]) (int32 [sequences + 1],
-// each sequence non-empty). out: float32 [sequences, dim], pooled (kMean or kCls) and, if
-// normalize, divided by max(L2 norm, kNormalizeEps).
+// each sequence non-empty). out: float32 [sequences, dim], pooled (kMean, kCls or kLastToken;
+// kAuto is kMean) and, if normalize, divided by max(L2 norm, kNormalizeEps).
 void PoolRows(DType dtype, const void* hidden, std::int64_t dim, const std::int32_t* offsets,
               std::int64_t sequences, Pooling pooling, bool normalize, float* out,
               cudaStream_t stream);
