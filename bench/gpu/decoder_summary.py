@@ -15,17 +15,11 @@ import sys
 
 import numpy as np
 
+from summarize import load  # same folder: this script runs as bench/gpu/decoder_summary.py
+
 # (layers, hidden, heads, kv heads, head_dim, intermediate): make_encoder_model.py's shapes.
 SHAPES = {"qwen3-0.6b": (28, 1024, 16, 8, 128, 3072), "qwen3-8b": (36, 4096, 32, 8, 128, 12288),
           "qwen3-tiny": (2, 64, 4, 2, 32, 192)}
-
-
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 def flops(shape, lengths):
