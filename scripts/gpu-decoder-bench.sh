@@ -34,9 +34,7 @@ dry="${EMBER_GPU_BENCH_DRY:-0}"
 cd "$root" || exit 2
 export HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error TQDM_DISABLE=1
 start=$(date +%s)
-failed=0
-elapsed() { echo $(( $(date +%s) - $1 )); }
-step() { printf '%-40s %-5s %5s s  %s\n' "$1" "$2" "$3" "$4" | tee -a "$out/steps.txt"; [[ $2 == ok ]] || failed=1; }
+source "$root/scripts/lib/gpu_steps.sh"
 : > "$out/steps.txt"
 
 if [[ $dry == 1 ]]; then
@@ -132,9 +130,4 @@ for shape in $small $large; do
 done
 
 "$py" bench/gpu/decoder_summary.py "$out" > "$out/summary.txt" 2>&1 || failed=1
-echo
-cat "$out/steps.txt"
-echo "total $(elapsed "$start") s; $(cat "$out/gpu.txt")"
-echo
-cat "$out/summary.txt"
-exit "$failed"
+ember_steps_finish

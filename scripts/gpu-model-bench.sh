@@ -25,10 +25,8 @@ with_aten="${EMBER_GPU_BENCH_ATEN:-1}"
 with_compile="${EMBER_GPU_BENCH_COMPILE:-1}"
 seconds="${EMBER_GPU_BENCH_SECONDS:-3}"
 start=$(date +%s)
-failed=0
 export HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error TQDM_DISABLE=1
-elapsed() { echo $(( $(date +%s) - $1 )); }
-step() { printf '%-44s %-5s %5s s  %s\n' "$1" "$2" "$3" "$4" | tee -a "$out/steps.txt"; [[ $2 == ok ]] || failed=1; }
+source "$root/scripts/lib/gpu_steps.sh"
 
 source "$root/scripts/lib/gpu_build.sh"
 if ! ember_gpu_prefix 0; then
@@ -137,9 +135,4 @@ fi
 step "bench (${#cases[@]} cases)" "$([[ $failed == 0 ]] && echo ok || echo FAIL)" "$(elapsed "$t")" "bench.log"
 
 "$py" "$root/bench/gpu/summarize.py" "$out" "$models" > "$out/summary.txt" 2>&1 || failed=1
-echo
-cat "$out/steps.txt"
-echo "total $(elapsed "$start") s; $(cat "$out/gpu.txt")"
-echo
-cat "$out/summary.txt"
-exit "$failed"
+ember_steps_finish

@@ -162,8 +162,8 @@ TEST(CudaClassifier, ScoresPairsAsTheCpuDoes) {
 TEST(CudaDecoder, MatchesTheCpu) {
   EMBER_SKIP_WITHOUT_CUDA();
   int models = 0;
-  for (const char* env :
-       {"EMBER_QWEN3_DIR", "EMBER_QWEN3_BIDIRECTIONAL_DIR", "EMBER_QWEN2_DIR", "EMBER_MISTRAL_DIR"}) {
+  for (const char* env : {"EMBER_QWEN3_DIR", "EMBER_QWEN3_BIDIRECTIONAL_DIR", "EMBER_QWEN2_DIR",
+                          "EMBER_MISTRAL_DIR"}) {
     const char* dir = std::getenv(env);
     if (dir == nullptr || !fs::exists(fs::path(dir) / "config.json")) continue;
     ++models;
@@ -188,11 +188,10 @@ TEST(CudaDecoder, MatchesTheCpu) {
       };
       for (const Path path : {Path{"ATen", false, false}, Path{"ATen + kernels", false, true},
                               Path{"packed", true, true}}) {
-        const auto gpu =
-            EncoderModel::Load(dir, {.device = "cuda:0",
-                                     .pooling = pooling,
-                                     .fused = path.fused,
-                                     .cuda_decoder_kernels = path.kernels});
+        const auto gpu = EncoderModel::Load(dir, {.device = "cuda:0",
+                                                  .pooling = pooling,
+                                                  .fused = path.fused,
+                                                  .cuda_decoder_kernels = path.kernels});
         EXPECT_EQ(gpu->packs(), path.fused && !windowed) << env << " " << path.name;
         const Agreement a = Compare(gpu->Embed(batch), want, dim);
         EXPECT_LE(a.max_abs, 2e-5) << env << " " << path.name << ", seed " << seed;
@@ -211,8 +210,8 @@ TEST(CudaDecoder, MatchesTheCpu) {
                                                   .cuda_decoder_kernels = packed});
         EXPECT_EQ(gpu->packs(), packed);
         const Agreement a = Compare(gpu->Embed(batch), want, dim);
-        std::printf("  %s bf16 %s vs fp32 CPU: min cosine %.6f\n", env,
-                    packed ? "packed" : "ATen", a.min_cos);
+        std::printf("  %s bf16 %s vs fp32 CPU: min cosine %.6f\n", env, packed ? "packed" : "ATen",
+                    a.min_cos);
         EXPECT_GE(a.min_cos, 0.999) << env << (packed ? " packed" : " ATen") << ", seed " << seed;
         EXPECT_EQ(a.nearest_other, 0u) << env << ", seed " << seed;
       }

@@ -86,11 +86,12 @@ int main(int argc, char** argv) {
         const auto now = std::chrono::steady_clock::now();
         if (now - last < std::chrono::seconds(5)) return;
         last = now;
-        spdlog::info("model {} version {}: {} of {} layers loaded, {:.2f} of {:.2f} GiB read ({:.0f} s)",
-                     spec.name, spec.version, p.layers_loaded, p.layers,
-                     static_cast<double>(p.bytes_read) / (1u << 30),
-                     static_cast<double>(p.bytes_total) / (1u << 30),
-                     std::chrono::duration<double>(now - start).count());
+        spdlog::info(
+            "model {} version {}: {} of {} layers loaded, {:.2f} of {:.2f} GiB read ({:.0f} s)",
+            spec.name, spec.version, p.layers_loaded, p.layers,
+            static_cast<double>(p.bytes_read) / (1u << 30),
+            static_cast<double>(p.bytes_total) / (1u << 30),
+            std::chrono::duration<double>(now - start).count());
       };
       ember::engine::Model model = ember::engine::LoadModel(spec.path, std::move(load));
       ember::engine::WarmUp(model);

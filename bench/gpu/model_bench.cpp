@@ -77,12 +77,11 @@ int Run(int argc, char** argv) {
     return c10::cuda::CUDACachingAllocator::getDeviceStats(dev.index()).allocated_bytes[kAll].peak;
   };
   const auto load_start = Clock::now();
-  const auto model =
-      ew::EncoderModel::Load(model_dir, {.device = device,
-                                         .precision = *precision,
-                                         .fused = encoder == "fused",
-                                         .cuda_warp_layernorm = layernorm == "warp",
-                                         .cuda_decoder_kernels = decoder_kernels});
+  const auto model = ew::EncoderModel::Load(model_dir, {.device = device,
+                                                        .precision = *precision,
+                                                        .fused = encoder == "fused",
+                                                        .cuda_warp_layernorm = layernorm == "warp",
+                                                        .cuda_decoder_kernels = decoder_kernels});
   const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
   const double load_peak_mib = static_cast<double>(peak_allocated()) / (1 << 20);
   std::vector<float> first;

@@ -551,11 +551,11 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
     // run on a GPU: a decoder's layers, no norm after the embeddings, biases on the query, key
     // and value projections only (Qwen2's), and sliding windows only where flash attention takes
     // them (float16, bfloat16). Anything else runs the ATen forward.
-    const bool cuda_decoder =
-        options.fused && options.cuda_decoder_kernels && impl->device.is_cuda() &&
-        c.labels.empty() && c.decoder_layers() && layout.embedding_ln.empty() &&
-        !layout.attn_out_bias && !layout.ffn_bias &&
-        (impl->act_dtype != at::kFloat || c.sliding_layer.empty());
+    const bool cuda_decoder = options.fused && options.cuda_decoder_kernels &&
+                              impl->device.is_cuda() && c.labels.empty() && c.decoder_layers() &&
+                              layout.embedding_ln.empty() && !layout.attn_out_bias &&
+                              !layout.ffn_bias &&
+                              (impl->act_dtype != at::kFloat || c.sliding_layer.empty());
     CudaDecoderWeights decoder;
     // In the compute dtype (float32 for norm weights: the kernels' gamma), contiguous, on the
     // device.
@@ -604,7 +604,8 @@ std::unique_ptr<EncoderModel> EncoderModel::Load(const fs::path& dir,
       if (!layout.qkv.empty()) {
         qkv = weight_bias(p + layout.qkv, qw + 2 * kvw, h, layout.attention_bias, scaled, scale);
       } else {
-        const WeightBias q = weight_bias(p + layout.query, qw, h, layout.attention_bias, scaled, scale);
+        const WeightBias q =
+            weight_bias(p + layout.query, qw, h, layout.attention_bias, scaled, scale);
         const WeightBias k = weight_bias(p + layout.key, kvw, h, layout.attention_bias);
         const WeightBias v = weight_bias(p + layout.value, kvw, h, layout.attention_bias);
         qkv = {at::cat({q.first, k.first, v.first}), at::cat({q.second, k.second, v.second})};

@@ -75,12 +75,18 @@ QWEN3_DIR = os.environ.get("EMBER_QWEN3_DIR", "")
 QWEN3_BIDIRECTIONAL_DIR = os.environ.get("EMBER_QWEN3_BIDIRECTIONAL_DIR", "")
 QWEN2_DIR = os.environ.get("EMBER_QWEN2_DIR", "")
 MISTRAL_DIR = os.environ.get("EMBER_MISTRAL_DIR", "")
-SERVED = (("e5", E5_DIR), ("m3", M3_DIR), ("reranker", RERANKER_DIR), ("mpnet", MPNET_DIR),
-          ("mpnet-reranker", MPNET_RERANKER_DIR), ("modernbert", MODERNBERT_DIR),
-          ("modernbert-reranker", MODERNBERT_RERANKER_DIR),
-          ("qwen3", QWEN3_DIR), ("qwen3-bidirectional", QWEN3_BIDIRECTIONAL_DIR),
-          ("qwen2", QWEN2_DIR), ("mistral", MISTRAL_DIR))
-DECODERS = ("qwen3", "qwen3-aten", "qwen3-bidirectional", "qwen2", "mistral")
+ATEN = 'encoder = "aten"\n'
+# What each of the three test classes serves, (name, folder, config.toml or None), and the
+# rerankers among them; each class has a cluster of its own, so that ctest runs them side by side.
+XLMR = (("e5", E5_DIR, None), ("e5-aten", E5_DIR, ATEN), ("m3", M3_DIR, None),
+        ("m3-aten", M3_DIR, ATEN), ("reranker", RERANKER_DIR, None))
+MPNET_MODERNBERT = (("mpnet", MPNET_DIR, None), ("modernbert", MODERNBERT_DIR, None),
+                    ("modernbert-aten", MODERNBERT_DIR, ATEN),
+                    ("mpnet-reranker", MPNET_RERANKER_DIR, None),
+                    ("modernbert-reranker", MODERNBERT_RERANKER_DIR, None))
+DECODERS = (("qwen3", QWEN3_DIR, None), ("qwen3-aten", QWEN3_DIR, ATEN),
+            ("qwen3-bidirectional", QWEN3_BIDIRECTIONAL_DIR, None), ("qwen2", QWEN2_DIR, None),
+            ("mistral", MISTRAL_DIR, None))
 RERANKERS = ("reranker", "mpnet-reranker", "modernbert-reranker")
 
 # Both sides compute in float32 in a different order; 12 layers stay well inside this.
@@ -195,38 +201,38 @@ def decoder_reference(folder, texts, **model_kwargs):
         texts, batch_size=4)
 
 
-class FamiliesTest(unittest.TestCase):
+class ClusterTest:
+    """A router, a worker serving MODELS and a gateway, up for the test class (a mixin: the
+    classes below add unittest.TestCase)."""
+    MODELS = ()
+
     @classmethod
     def setUpClass(cls):
-        require(ROUTER, WORKER, GATEWAY, *(folder for _, folder in SERVED))
+        require(ROUTER, WORKER, GATEWAY, *(folder for _, folder, _ in cls.MODELS))
         cls.dir = tempfile.mkdtemp(prefix="ember-families-")
         frontend = "ipc://" + os.path.join(cls.dir, "frontend")
         backend = "ipc://" + os.path.join(cls.dir, "backend")
         repository = os.path.join(cls.dir, "repository")
-        for name, source in SERVED:
-            add_version(repository, name, source)
-        add_version(repository, "e5-aten", E5_DIR, 'encoder = "aten"\n')
-        add_version(repository, "m3-aten", M3_DIR, 'encoder = "aten"\n')
-        add_version(repository, "modernbert-aten", MODERNBERT_DIR, 'encoder = "aten"\n')
-        add_version(repository, "qwen3-aten", QWEN3_DIR, 'encoder = "aten"\n')
+        for name, source, config_toml in cls.MODELS:
+            add_version(repository, name, source, config_toml)
         cls.processes = [
             start([ROUTER, "--frontend", frontend, "--backend", backend],
                   os.path.join(cls.dir, "router.log")),
             start([WORKER, "--router", backend, "--id", "w1", "--threads", "1",
                    "--repository", repository], os.path.join(cls.dir, "worker.log")),
         ]
-        gateway, port = start_gateway([GATEWAY, "--router", frontend, "--default-model", "e5"],
+        gateway, port = start_gateway([GATEWAY, "--router", frontend,
+                                       "--default-model", cls.MODELS[0][0]],
                                       os.path.join(cls.dir, "gateway.log"))
         cls.processes.append(gateway)
         cls.base = "http://127.0.0.1:%d" % port
-        # Eight models load and warm up on a 2-core machine beside other tests: a generous bound.
+        # The models load and warm up on a 2-core machine beside other tests: a generous bound.
         deadline = time.monotonic() + 240
         while True:
-            statuses = [cls.post(cls, "/embed", {"model": m, "inputs": "warm-up"})[0]
-                        for m in ("e5", "e5-aten", "m3", "m3-aten", "mpnet", "modernbert",
-                                  "modernbert-aten") + DECODERS]
-            statuses += [cls.post(cls, "/rerank", {"model": m, "query": "warm",
-                                                   "texts": ["up"]})[0] for m in RERANKERS]
+            statuses = [cls.post(cls, "/rerank", {"model": m, "query": "warm", "texts": ["up"]})[0]
+                        if m in RERANKERS else
+                        cls.post(cls, "/embed", {"model": m, "inputs": "warm-up"})[0]
+                        for m, _, _ in cls.MODELS]
             if statuses == [200] * len(statuses):
                 break
             if time.monotonic() > deadline:
@@ -269,6 +275,30 @@ class FamiliesTest(unittest.TestCase):
         self.assertLess(err[worst], TOLERANCE,
                         "%s: text %d (%r...) differs by %g" % (model, worst, texts[worst][:80],
                                                                 err[worst]))
+
+    def check_rerank(self, model, folder):
+        query = "Wo schläft der <pad> Fuchs?"
+        passages = [t for t in self.texts if len(t) < 400][:40] + [self.texts[-1]]
+        want = CrossEncoder(folder, device="cpu").predict([(query, p) for p in passages])
+        status, reply, _ = self.post("/rerank", {"model": model, "query": query,
+                                                 "texts": passages})
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(len(reply), len(passages))
+        err = max(abs(r["score"] - float(want[r["index"]])) for r in reply)
+        print("\n%s: max |ember - CrossEncoder| %.2g over %d pairs" % (model, err, len(reply)),
+              file=sys.stderr)
+        for r in reply:
+            self.assertAlmostEqual(r["score"], float(want[r["index"]]), delta=TOLERANCE)
+        # Best first; scores closer than the tolerance may come in either order.
+        scores = [r["score"] for r in reply]
+        self.assertEqual(scores, sorted(scores, reverse=True))
+        self.assertEqual(sorted(r["index"] for r in reply), list(range(len(passages))))
+
+
+class XlmRobertaFamiliesTest(ClusterTest, unittest.TestCase):
+    """XLM-R: e5, bge-m3 with its sparse and ColBERT heads, the reranker (issue 35), against
+    sentence-transformers and FlagEmbedding's algorithm."""
+    MODELS = XLMR
 
     def test_the_corpus_holds_what_it_must(self):
         # What the families' differences show on: typed padding tokens, texts past 512 tokens.
@@ -346,6 +376,15 @@ class FamiliesTest(unittest.TestCase):
         status, reply, _ = self.post("/embed_sparse", {"model": "reranker", "inputs": "a"})
         self.assertEqual(status, 400, reply)
 
+    def test_rerank_equals_cross_encoder_predict(self):
+        self.check_rerank("reranker", RERANKER_DIR)
+
+
+class MpnetModernBertFamiliesTest(ClusterTest, unittest.TestCase):
+    """MPNet and ModernBERT, their embedders and rerankers (issue 35), against
+    sentence-transformers."""
+    MODELS = MPNET_MODERNBERT
+
     def test_mpnet_equals_sentence_transformers(self):
         self.check_vectors("mpnet", MPNET_DIR, self.texts)
 
@@ -355,6 +394,17 @@ class FamiliesTest(unittest.TestCase):
 
     def test_modernbert_on_aten_equals_sentence_transformers(self):
         self.check_vectors("modernbert-aten", MODERNBERT_DIR, self.texts)
+
+    def test_mpnet_rerank_equals_cross_encoder_predict(self):
+        self.check_rerank("mpnet-reranker", MPNET_RERANKER_DIR)
+
+    def test_modernbert_rerank_equals_cross_encoder_predict(self):
+        self.check_rerank("modernbert-reranker", MODERNBERT_RERANKER_DIR)
+
+
+class DecoderFamiliesTest(ClusterTest, unittest.TestCase):
+    """Qwen3 (causal and bidirectional), Qwen2 and Mistral against transformers (issue 37)."""
+    MODELS = DECODERS
 
     def test_qwen3_equals_sentence_transformers(self):
         texts = decoder_texts(self.texts)
@@ -386,34 +436,6 @@ class FamiliesTest(unittest.TestCase):
                    AutoTokenizer.from_pretrained(QWEN3_DIR)(decoder_texts(self.texts))["input_ids"]]
         self.assertEqual(min(lengths), 2)
         self.assertGreaterEqual(sum(n > 2048 for n in lengths), 2)
-
-    def check_rerank(self, model, folder):
-        query = "Wo schläft der <pad> Fuchs?"
-        passages = [t for t in self.texts if len(t) < 400][:40] + [self.texts[-1]]
-        want = CrossEncoder(folder, device="cpu").predict([(query, p) for p in passages])
-        status, reply, _ = self.post("/rerank", {"model": model, "query": query,
-                                                 "texts": passages})
-        self.assertEqual(status, 200, reply)
-        self.assertEqual(len(reply), len(passages))
-        err = max(abs(r["score"] - float(want[r["index"]])) for r in reply)
-        print("\n%s: max |ember - CrossEncoder| %.2g over %d pairs" % (model, err, len(reply)),
-              file=sys.stderr)
-        for r in reply:
-            self.assertAlmostEqual(r["score"], float(want[r["index"]]), delta=TOLERANCE)
-        # Best first; scores closer than the tolerance may come in either order.
-        scores = [r["score"] for r in reply]
-        self.assertEqual(scores, sorted(scores, reverse=True))
-        self.assertEqual(sorted(r["index"] for r in reply), list(range(len(passages))))
-
-
-    def test_rerank_equals_cross_encoder_predict(self):
-        self.check_rerank("reranker", RERANKER_DIR)
-
-    def test_mpnet_rerank_equals_cross_encoder_predict(self):
-        self.check_rerank("mpnet-reranker", MPNET_RERANKER_DIR)
-
-    def test_modernbert_rerank_equals_cross_encoder_predict(self):
-        self.check_rerank("modernbert-reranker", MODERNBERT_RERANKER_DIR)
 
 
 if __name__ == "__main__":

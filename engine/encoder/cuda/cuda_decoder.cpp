@@ -39,8 +39,8 @@ at::Tensor DecodeRows(const CudaDecoderWeights& w, const cuda::DeviceBatch& in, 
     const at::Tensor normed = Norm(x, l.ln1_w, w.eps, stream);
     at::Tensor qkv = l.qkv_b.defined() ? at::addmm(l.qkv_b, normed, l.qkv_w.t())
                                        : at::mm(normed, l.qkv_w.t());  // [tokens, qw + 2 kvw]
-    cuda::NormAndRotateHeads(qkv, nh, nkv, hd, l.q_norm_w, l.k_norm_w, w.eps, positions,
-                             l.rope_cos, l.rope_sin);
+    cuda::NormAndRotateHeads(qkv, nh, nkv, hd, l.q_norm_w, l.k_norm_w, w.eps, positions, l.rope_cos,
+                             l.rope_sin);
     at::Tensor ctx =
         cuda::VarlenAttention(qkv.narrow(1, 0, qw).view({in.tokens, nh, hd}),
                               qkv.narrow(1, qw, kvw).view({in.tokens, nkv, hd}),
@@ -77,8 +77,8 @@ uint64_t CudaDecoderWeights::dense_bytes() const {
   return bytes;
 }
 
-std::vector<float> CudaDecode(const CudaDecoderWeights& w, const TokenBatch& batch,
-                              Pooling pooling, bool normalize) {
+std::vector<float> CudaDecode(const CudaDecoderWeights& w, const TokenBatch& batch, Pooling pooling,
+                              bool normalize) {
   const auto seqs = static_cast<int64_t>(batch.size());
   if (seqs == 0) return {};
   const cudaStream_t stream = StreamOf(w);

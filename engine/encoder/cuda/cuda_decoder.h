@@ -47,10 +47,10 @@ struct CudaDecoderWeights {
     // Qwen3's per-head norms [head_dim] (q_norm_w pre-scaled by 1/sqrt(head_dim)); undefined:
     // none, and the query rows of qkv_w carry that scale instead.
     at::Tensor q_norm_w, k_norm_w;
-    at::Tensor out_w;          // o_proj [hidden, q_width]
-    at::Tensor ln2_w;          // post_attention_layernorm
-    at::Tensor gate_up_w;      // [gate; up] [2 intermediate, hidden]
-    at::Tensor down_w;         // [hidden, intermediate]
+    at::Tensor out_w;      // o_proj [hidden, q_width]
+    at::Tensor ln2_w;      // post_attention_layernorm
+    at::Tensor gate_up_w;  // [gate; up] [2 intermediate, hidden]
+    at::Tensor down_w;     // [hidden, intermediate]
     at::Tensor rope_cos, rope_sin;
     // > 0: keys at most `window` positions from the query (causal: before it). float16 and
     // bfloat16 only.
@@ -70,8 +70,8 @@ struct CudaDecoderWeights {
 // hidden] on the host, pooled (kMean, kCls or kLastToken) and, if normalize, L2-normalised
 // (engine/pooling.h). Throws c10::Error or std::runtime_error on a CUDA failure. Safe to call
 // concurrently.
-std::vector<float> CudaDecode(const CudaDecoderWeights& w, const TokenBatch& batch,
-                              Pooling pooling, bool normalize);
+std::vector<float> CudaDecode(const CudaDecoderWeights& w, const TokenBatch& batch, Pooling pooling,
+                              bool normalize);
 
 // Every token's last hidden state (after the final norm), float32 [batch.tokens() x hidden] on
 // the host, sequence i's rows from batch.offsets()[i] (EncoderModel::TokenStates). As CudaDecode

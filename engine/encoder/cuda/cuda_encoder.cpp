@@ -36,15 +36,14 @@ at::Tensor EncodeRows(const CudaEncoderWeights& w, const cuda::DeviceBatch& in,
   const at::Tensor& cu_seqlens = in.cu_seqlens;
 
   at::Tensor x = at::empty({tokens, h}, w.word_emb.options());
-  cuda::EmbedLayerNorm(dtype, in.ids, in.positions, tokens, h, w.word_emb.data_ptr(), w.pos_emb.data_ptr(),
-                       w.type_emb0.data_ptr(), w.emb_ln_w.data_ptr(), w.emb_ln_b.data_ptr(), w.eps,
-                       x.data_ptr(), stream, w.layernorm);
+  cuda::EmbedLayerNorm(dtype, in.ids, in.positions, tokens, h, w.word_emb.data_ptr(),
+                       w.pos_emb.data_ptr(), w.type_emb0.data_ptr(), w.emb_ln_w.data_ptr(),
+                       w.emb_ln_b.data_ptr(), w.eps, x.data_ptr(), stream, w.layernorm);
   for (const CudaEncoderWeights::Layer& l : w.layers) {
     const at::Tensor qkv = at::addmm(l.qkv_b, x, l.qkv_w.t()).view({tokens, 3, nh, hd});
-    const at::Tensor ctx =
-        cuda::VarlenAttention(qkv.select(1, 0), qkv.select(1, 1), qkv.select(1, 2), cu_seqlens,
-                              in.max_len)
-            .reshape({tokens, h});
+    const at::Tensor ctx = cuda::VarlenAttention(qkv.select(1, 0), qkv.select(1, 1),
+                                                 qkv.select(1, 2), cu_seqlens, in.max_len)
+                               .reshape({tokens, h});
     const at::Tensor attn = at::mm(ctx, l.attn_out_w.t());
     cuda::AddLayerNorm(dtype, x.data_ptr(), attn.data_ptr(), l.attn_out_b.data_ptr(),
                        l.ln1_w.data_ptr(), l.ln1_b.data_ptr(), tokens, h, w.eps, stream,
