@@ -85,18 +85,11 @@ std::vector<float> CudaDecode(const CudaDecoderWeights& w, const TokenBatch& bat
   const cuda::DeviceBatch in = cuda::ToDevice(batch, w.word_emb.device());
   const bool last_only = pooling == Pooling::kLastToken;
   const at::Tensor x = DecodeRows(w, in, last_only, stream);
-  at::Tensor pooled;
-  if (last_only) {
-    pooled = x.to(at::kFloat);
-    if (normalize) {
-      pooled.div_(at::linalg_vector_norm(pooled, 2, at::IntArrayRef{1}, /*keepdim=*/true)
-                      .clamp_min(kNormalizeEps));
-    }
-  } else {
-    pooled = at::empty({seqs, w.hidden}, x.options().dtype(at::kFloat));
-    cuda::PoolRows(cuda::KernelType(x.scalar_type()), x.data_ptr(), w.hidden,
-                   in.cu_seqlens.data_ptr<int32_t>(), seqs, pooling, normalize,
-                   pooled.data_ptr<float>(), stream);
+  if (!last_only) return cuda::PoolToHost(x, in, pooling, normalize);
+  at::Tensor pooled = x.to(at::kFloat);  // already one row per sequence
+  if (normalize) {
+    pooled.div_(at::linalg_vector_norm(pooled, 2, at::IntArrayRef{1}, /*keepdim=*/true)
+                    .clamp_min(kNormalizeEps));
   }
   return cuda::CopyToHost(pooled);
 }

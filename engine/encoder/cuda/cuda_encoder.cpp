@@ -62,16 +62,9 @@ at::Tensor EncodeRows(const CudaEncoderWeights& w, const cuda::DeviceBatch& in,
 
 std::vector<float> CudaEncode(const CudaEncoderWeights& w, const TokenBatch& batch, Pooling pooling,
                               bool normalize) {
-  const auto seqs = static_cast<int64_t>(batch.size());
-  if (seqs == 0) return {};
-  const cudaStream_t stream = StreamOf(w);
+  if (batch.empty()) return {};
   const cuda::DeviceBatch in = cuda::ToDevice(batch, w.word_emb.device(), w.pad_id);
-  const at::Tensor x = EncodeRows(w, in, stream);
-  const at::Tensor pooled = at::empty({seqs, w.hidden}, x.options().dtype(at::kFloat));
-  cuda::PoolRows(cuda::KernelType(x.scalar_type()), x.data_ptr(), w.hidden,
-                 in.cu_seqlens.data_ptr<int32_t>(), seqs, pooling, normalize,
-                 pooled.data_ptr<float>(), stream);
-  return cuda::CopyToHost(pooled);
+  return cuda::PoolToHost(EncodeRows(w, in, StreamOf(w)), in, pooling, normalize);
 }
 
 std::vector<float> CudaEncodeTokens(const CudaEncoderWeights& w, const TokenBatch& batch) {

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "engine/encoder/cuda/aten_kernels.h"  // KernelType
+#include "engine/encoder/cuda/cuda_kernels.h"
 #include "engine/encoder/positions.h"
 
 namespace ember::engine::cuda {
@@ -41,6 +43,16 @@ std::vector<float> CopyToHost(const at::Tensor& rows) {
   done.synchronize();
   const float* p = result.data_ptr<float>();
   return std::vector<float>(p, p + result.numel());
+}
+
+std::vector<float> PoolToHost(const at::Tensor& rows, const DeviceBatch& in, Pooling pooling,
+                              bool normalize) {
+  const at::Tensor pooled =
+      at::empty({in.sequences, rows.size(1)}, rows.options().dtype(at::kFloat));
+  PoolRows(KernelType(rows.scalar_type()), rows.data_ptr(), rows.size(1),
+           in.cu_seqlens.data_ptr<std::int32_t>(), in.sequences, pooling, normalize,
+           pooled.data_ptr<float>(), c10::cuda::getCurrentCUDAStream(rows.device().index()));
+  return CopyToHost(pooled);
 }
 
 }  // namespace ember::engine::cuda

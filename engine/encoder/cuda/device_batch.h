@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/pooling.h"
 #include "engine/token_batch.h"
 
 namespace ember::engine::cuda {
@@ -35,6 +36,12 @@ DeviceBatch ToDevice(const TokenBatch& batch, at::Device device, std::int64_t pa
 // computed them. The wait is on a blocking-sync event for this stream alone, yielding the core
 // meanwhile: the worker's tokenizer threads need the cores while the GPU computes.
 std::vector<float> CopyToHost(const at::Tensor& rows);
+
+// Every sequence of `in` pooled from rows [in.tokens, hidden] (the compute dtype, on the
+// device) by the PoolRows kernel (kMean or kCls) and, if normalize, L2-normalised: float32
+// [in.sequences x hidden] on the host, as CopyToHost. The CUDA encoder's and decoder's pooling.
+std::vector<float> PoolToHost(const at::Tensor& rows, const DeviceBatch& in, Pooling pooling,
+                              bool normalize);
 
 }  // namespace ember::engine::cuda
 
